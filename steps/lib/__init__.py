@@ -1,0 +1,1 @@
+"""The small runtime library the seven step handlers share (no numpy outside retrieval)."""
