@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 index: $(KNOWLEDGE)
-$(KNOWLEDGE): $(STAMP) $(shell find examples/site indexer -type f 2>/dev/null) cdk.json
+$(KNOWLEDGE): $(STAMP) $(shell find examples/site indexer -type f 2>/dev/null) steps/lib/tokens.py steps/lib/hashing_embedder.py steps/lib/knowledge.py cdk.json
 	$(BIN)/chatguard index examples/site --out build/knowledge
 
 run: $(STAMP) $(KNOWLEDGE)
@@ -47,6 +47,23 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+# The CDK CLI is pinned in package.json and installed locally (npm ci), never globally.
+# The app runs with the venv's python3 first on PATH (cdk.json says `python3 infra/app.py`).
+CDK := node_modules/.bin/cdk
+CDK_ENV := PATH="$(CURDIR)/$(BIN):$$PATH" JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1
+CDK_ARGS ?=
+$(CDK): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+# Offline: no AWS credentials, no Docker (Lambda wheels come from PyPI via pip, cached in build/).
+synth: $(STAMP) $(KNOWLEDGE) $(CDK)
+	$(CDK_ENV) $(CDK) synth --quiet --no-notices $(CDK_ARGS)
+
+# Deploys exactly what `make synth` wrote to cdk.out (both stacks; edge first).
+deploy: synth
+	$(CDK_ENV) $(CDK) deploy --all --app cdk.out --no-notices $(CDK_ARGS)
 
 bench: bench-retrieval bench-pipeline
 

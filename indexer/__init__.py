@@ -1,0 +1,1 @@
+"""Build-time indexer: site pages -> heading chunks -> embeddings -> knowledge artifact."""

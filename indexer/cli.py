@@ -1,10 +1,131 @@
-"""Placeholder: the owning issue replaces this module with its subcommands."""
+"""`chatguard index SITE_DIR [--out DIR] [--embedder hashing|titan]` (and `python -m indexer`).
+
+Exit codes: 0 built; 1 refused (forbidden term, no pages, embedding failure; nothing
+written); 2 bad arguments (argparse).
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import Any
 
+from steps.lib.settings import DEFAULT_KNOWLEDGE_DIR, PROJECT_ROOT
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:  # noqa: ARG001
-    """Add this module's subcommands to `chatguard`."""
+from .build import BuildError, BuildReport, Embedder, build
+from .policy import IndexPolicy
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("site", type=Path, metavar="SITE_DIR", help="Markdown/HTML pages")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_KNOWLEDGE_DIR,
+        help="artifact directory (default: build/knowledge in the project)",
+    )
+    parser.add_argument(
+        "--embedder",
+        choices=("hashing", "titan"),
+        default="hashing",
+        help="hashing = offline stand-in (default); titan = Bedrock",
+    )
+    parser.add_argument("--dimensions", type=int, default=1024)
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        metavar="GLOB",
+        help="exclusion glob (repeatable; replaces cdk.json's list)",
+    )
+    parser.add_argument(
+        "--forbidden",
+        action="append",
+        metavar="TERM",
+        help="forbidden term (repeatable; replaces cdk.json's list)",
+    )
+    titan = parser.add_argument_group("titan")
+    titan.add_argument("--model-id", default="amazon.titan-embed-text-v2:0")
+    titan.add_argument("--region", default=None)
+    titan.add_argument("--concurrency", type=int, default=4, help="calls in flight")
+    titan.add_argument(
+        "--cache", type=Path, default=None, help="embedding cache file (default: beside --out)"
+    )
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    """Add `index` to `chatguard`."""
+    parser = sub.add_parser(
+        "index", help="build the knowledge artifact from a site directory", description=__doc__
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def policy_from(args: argparse.Namespace) -> IndexPolicy:
+    base = IndexPolicy.from_context()
+    return IndexPolicy(
+        tuple(args.exclude) if args.exclude is not None else base.exclude,
+        tuple(args.forbidden) if args.forbidden is not None else base.forbidden_terms,
+    )
+
+
+def make_embedder(args: argparse.Namespace) -> Embedder:
+    if args.embedder == "hashing":
+        from steps.lib.hashing_embedder import HashingEmbedder
+
+        return HashingEmbedder(args.dimensions)
+    import boto3
+    from botocore.config import Config
+
+    from .titan import TitanEmbedder
+
+    # Our own backoff handles throttling; botocore's retries would double it up.
+    config = Config(retries={"total_max_attempts": 1}, connect_timeout=5, read_timeout=30)
+    client = boto3.client("bedrock-runtime", region_name=args.region, config=config)
+    cache = args.cache or args.out.parent / ".embedding-cache" / f"titan-{args.dimensions}.json"
+    return TitanEmbedder(
+        client,
+        model_id=args.model_id,
+        dimensions=args.dimensions,
+        concurrency=args.concurrency,
+        progress=sys.stderr,
+        cache_path=cache,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        report = build(args.site, args.out, policy_from(args), make_embedder(args))
+    except BuildError as exc:
+        print(f"chatguard index: refused, nothing written: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # an embedding failure: say so, keep the old artifact
+        print(f"chatguard index: failed, nothing written: {exc}", file=sys.stderr)
+        return 1
+    print(summary(report))
+    return 0
+
+
+def summary(report: BuildReport) -> str:
+    excluded = f" ({len(report.excluded)} excluded: {', '.join(report.excluded)})" * bool(
+        report.excluded
+    )
+    return (
+        f"indexed {report.pages} pages{excluded} -> {report.chunks} chunks, "
+        f"{report.tokens:,} tokens, {report.embedder} x {report.dimensions} -> "
+        f"{_shown(report.out)}"
+    )
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(PROJECT_ROOT))
+    except ValueError:
+        return path.name
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m indexer", description=__doc__)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

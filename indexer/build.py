@@ -1,0 +1,103 @@
+"""The build: site directory -> pages -> chunks -> policy check -> embeddings -> artifact."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from steps.lib.knowledge import Chunk, chunk_document
+
+from .artifact import write_artifact
+from .chunking import chunk_page
+from .pages import PAGE_SUFFIXES, Page, parse_page
+from .policy import IndexPolicy, Violation, violations
+
+
+class Embedder(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def dimensions(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class BuildError(Exception):
+    """The build refused to write an artifact; the message says why."""
+
+
+class ForbiddenContent(BuildError):
+    def __init__(self, found: Sequence[Violation]) -> None:
+        self.violations = tuple(found)
+        lines = "\n".join(f"  {v}" for v in found)
+        super().__init__(f"forbidden terms in {len(found)} indexable chunk(s):\n{lines}")
+
+
+@dataclass(frozen=True, slots=True)
+class BuildReport:
+    pages: int
+    excluded: tuple[str, ...]
+    chunks: int
+    tokens: int
+    embedder: str
+    dimensions: int
+    out: Path
+
+
+def collect(site: Path, policy: IndexPolicy) -> tuple[list[Page], list[str]]:
+    """Every page file under `site` (sorted, so builds are reproducible) minus exclusions."""
+    if not site.is_dir():
+        raise BuildError(f"site directory not found: {site}")
+    pages: list[Page] = []
+    excluded: list[str] = []
+    owners: dict[str, str] = {}
+    for path in sorted(site.rglob("*")):
+        relative = path.relative_to(site).as_posix()
+        hidden = any(part.startswith(".") for part in path.relative_to(site).parts)
+        if hidden or not path.is_file() or not relative.lower().endswith(PAGE_SUFFIXES):
+            continue
+        if policy.excluded(relative):
+            excluded.append(relative)
+            continue
+        page = parse_page(relative, path.read_text(encoding="utf-8"))
+        if page.path in owners:
+            raise BuildError(f"{owners[page.path]} and {relative} both map to page {page.path}")
+        owners[page.path] = relative
+        pages.append(page)
+    return pages, excluded
+
+
+def plan(site: Path, policy: IndexPolicy) -> tuple[list[tuple[str, Chunk]], list[str]]:
+    """The chunks that would be indexed, with their source file; fails on forbidden terms."""
+    pages, excluded = collect(site, policy)
+    source_chunks = [(page.source, chunk) for page in pages for chunk in chunk_page(page)]
+    if not source_chunks:
+        raise BuildError(f"no indexable Markdown or HTML pages under {site}")
+    found = violations(source_chunks, policy.forbidden_terms)
+    if found:
+        raise ForbiddenContent(found)
+    return source_chunks, excluded
+
+
+def build(site: Path, out: Path, policy: IndexPolicy, embedder: Embedder) -> BuildReport:
+    """Check everything first, then embed, then write: a refusal writes nothing."""
+    source_chunks, excluded = plan(site, policy)
+    chunks = [chunk for _, chunk in source_chunks]
+    matrix = embedder.embed([chunk_document(chunk) for chunk in chunks])
+    if matrix.shape != (len(chunks), embedder.dimensions):
+        raise BuildError(f"embedder returned {matrix.shape}, expected {len(chunks)} rows")
+    write_artifact(out, chunks, matrix, embedder.id)
+    return BuildReport(
+        pages=len({source for source, _ in source_chunks}),
+        excluded=tuple(excluded),
+        chunks=len(chunks),
+        tokens=sum(chunk.tokens for chunk in chunks),
+        embedder=embedder.id,
+        dimensions=embedder.dimensions,
+        out=out,
+    )

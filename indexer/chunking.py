@@ -1,0 +1,150 @@
+"""A page's blocks -> heading-delimited chunks (h1-h3), sized for grounding.
+
+- Each h1-h3 heading starts a section; its heading trail ("Page > Section > Sub") is the
+  chunk's `heading`. Deeper headings (h4-h6) stay inside their section's text.
+- A section longer than `max_tokens` is split on paragraph boundaries (never inside a
+  fenced code block); one paragraph longer than that stays whole rather than be cut
+  mid-sentence.
+- A section shorter than `min_tokens` merges into its neighbour on the same page
+  (the previous one, or the next for the first section), its heading kept as a line of
+  text, so a one-line section does not become a chunk that matches everything weakly.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from steps.lib.knowledge import Chunk, chunk_document
+from steps.lib.tokens import count_tokens
+
+from .pages import Page
+
+MAX_TOKENS = 400
+MIN_TOKENS = 40
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+@dataclass(slots=True)
+class _Piece:
+    heading: str  # the trail
+    title: str  # the last heading of the trail, written into text when merged
+    level: int
+    text: str
+
+
+def chunk_page(
+    page: Page, *, max_tokens: int = MAX_TOKENS, min_tokens: int = MIN_TOKENS
+) -> list[Chunk]:
+    pieces = [
+        _Piece(piece.heading, piece.title, piece.level, text)
+        for piece in _sections(page)
+        for text in _split(piece.text, max_tokens)
+    ]
+    pieces = _merge_tiny(pieces, min_tokens, max_tokens)
+    return _to_chunks(page.path, pieces)
+
+
+def _sections(page: Page) -> list[_Piece]:
+    trail: dict[int, str] = {}
+    sections: list[_Piece] = []
+    current = _Piece(page.title, page.title, 1, "")
+    for block in page.blocks:
+        if 1 <= block.level <= 3:
+            sections.append(current)
+            trail = {lvl: text for lvl, text in trail.items() if lvl < block.level}
+            trail[block.level] = block.text
+            names = [trail.get(1, page.title)] + [trail[lvl] for lvl in (2, 3) if lvl in trail]
+            current = _Piece(" > ".join(names), block.text, block.level, "")
+        else:
+            body = block.text if block.level == 0 else "#" * block.level + " " + block.text
+            current.text = f"{current.text}\n\n{body}" if current.text else body
+    sections.append(current)
+    # A heading with no text of its own (a parent heading) lives on in its children's trails.
+    return [s for s in sections if s.text.strip()]
+
+
+def paragraphs(text: str) -> list[str]:
+    """Blank-line separated paragraphs; a fenced code block is one paragraph."""
+    result: list[str] = []
+    current: list[str] = []
+    fence = ""
+    for line in text.splitlines():
+        marker = _FENCE.match(line)
+        if marker:
+            fence = "" if fence and marker.group(1)[0] == fence[0] else fence or marker.group(1)
+        if not line.strip() and not fence:
+            if current:
+                result.append("\n".join(current))
+                current = []
+            continue
+        current.append(line)
+    if current:
+        result.append("\n".join(current))
+    return result
+
+
+def _split(text: str, max_tokens: int) -> list[str]:
+    if count_tokens(text) <= max_tokens:
+        return [text]
+    parts: list[str] = []
+    current: list[str] = []
+    used = 0
+    for paragraph in paragraphs(text):
+        cost = count_tokens(paragraph)
+        if current and used + cost > max_tokens:
+            parts.append("\n\n".join(current))
+            current, used = [], 0
+        current.append(paragraph)
+        used += cost
+    if current:
+        parts.append("\n\n".join(current))
+    return parts
+
+
+def _merge_tiny(pieces: list[_Piece], min_tokens: int, max_tokens: int) -> list[_Piece]:
+    merged: list[_Piece] = []
+    carry: _Piece | None = None  # a tiny first section waiting for the next one
+    for piece in pieces:
+        if carry is not None:
+            piece = _Piece(
+                carry.heading,
+                carry.title,
+                carry.level,
+                f"{carry.text}\n\n{_as_line(piece)}\n\n{piece.text}",
+            )
+            carry = None
+        if count_tokens(piece.text) >= min_tokens:
+            merged.append(piece)
+        elif merged and count_tokens(merged[-1].text + piece.text) <= max_tokens:
+            merged[-1].text += f"\n\n{_as_line(piece)}\n\n{piece.text}"
+        elif not merged:
+            carry = piece
+        else:
+            merged.append(piece)
+    if carry is not None:
+        merged.append(carry)
+    return merged
+
+
+def _as_line(piece: _Piece) -> str:
+    return "#" * min(piece.level + 1, 6) + " " + piece.title
+
+
+def _to_chunks(page: str, pieces: list[_Piece]) -> list[Chunk]:
+    chunks: list[Chunk] = []
+    seen: dict[str, int] = {}
+    for piece in pieces:
+        anchor = _slug(piece.title) or "top"
+        seen[anchor] = seen.get(anchor, 0) + 1
+        if seen[anchor] > 1:
+            anchor = f"{anchor}-{seen[anchor]}"
+        draft = Chunk(f"{page}#{anchor}", page, piece.heading, piece.text.strip(), 0)
+        chunks.append(
+            Chunk(draft.id, page, draft.heading, draft.text, count_tokens(chunk_document(draft)))
+        )
+    return chunks
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")

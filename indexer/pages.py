@@ -1,0 +1,212 @@
+"""Site pages -> a flat list of blocks (headings and text), for Markdown and HTML alike.
+
+Both formats become the same `Block` list, so chunking has one code path. A page's URL
+path comes from its file path: ``posts/waf.md`` -> ``/posts/waf``, ``index.md`` -> ``/``,
+``guides/index.html`` -> ``/guides``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import PurePosixPath
+
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+HTML_SUFFIXES = (".html", ".htm")
+PAGE_SUFFIXES = MARKDOWN_SUFFIXES + HTML_SUFFIXES
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    level: int  # 1-6 for a heading, 0 for body text
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    source: str  # relative POSIX path inside the site directory
+    path: str  # URL path
+    title: str
+    blocks: tuple[Block, ...]
+
+
+def page_path(relative: str) -> str:
+    """URL path of a page file: suffix dropped, `index` names its directory."""
+    parts = list(PurePosixPath(relative).with_suffix("").parts)
+    if parts and parts[-1] == "index":
+        parts.pop()
+    return "/" + "/".join(parts)
+
+
+def parse_page(relative: str, content: str) -> Page:
+    if relative.lower().endswith(HTML_SUFFIXES):
+        title, blocks = parse_html(content)
+    else:
+        meta, body = split_front_matter(content)
+        title, blocks = meta.get("title", ""), parse_markdown(body)
+    if not title:
+        title = next((b.text for b in blocks if b.level == 1), "") or _title_from(relative)
+    return Page(relative, page_path(relative), title, tuple(blocks))
+
+
+def split_front_matter(content: str) -> tuple[dict[str, str], str]:
+    """A leading `---` ... `---` block of `key: value` lines (the YAML subset sites use)."""
+    lines = content.lstrip("\ufeff").splitlines()
+    if not lines or lines[0].strip() != "---":
+        return {}, content
+    for end in range(1, len(lines)):
+        if lines[end].strip() in ("---", "..."):
+            meta = {}
+            for line in lines[1:end]:
+                key, sep, value = line.partition(":")
+                if sep and key.strip() and not key.startswith((" ", "\t", "#")):
+                    meta[key.strip().lower()] = value.strip().strip("\"'")
+            return meta, "\n".join(lines[end + 1 :])
+    return {}, content  # an unclosed fence is content, not metadata
+
+
+def parse_markdown(body: str) -> list[Block]:
+    """Headings (ATX `#`) and paragraphs; `#` lines inside fenced code stay code."""
+    blocks: list[Block] = []
+    buffer: list[str] = []
+    fence = ""
+    for line in _COMMENT.sub("", body).splitlines():
+        marker = _FENCE.match(line)
+        if fence:
+            if marker and _closes(marker.group(1), fence):
+                fence = ""
+            buffer.append(line)
+            continue
+        if marker:
+            fence = marker.group(1)
+            buffer.append(line)
+            continue
+        heading = _HEADING.match(line)
+        if heading:
+            _flush(buffer, blocks)
+            blocks.append(Block(len(heading.group(1)), heading.group(2).strip()))
+        else:
+            buffer.append(line.rstrip())
+    _flush(buffer, blocks)
+    return blocks
+
+
+def _closes(marker: str, fence: str) -> bool:
+    """A fence closes with the same character, at least as long as the opening one."""
+    return marker[0] == fence[0] and len(marker) >= len(fence)
+
+
+def _flush(buffer: list[str], blocks: list[Block]) -> None:
+    text = "\n".join(buffer).strip("\n")
+    if text.strip():
+        blocks.append(Block(0, re.sub(r"\n{3,}", "\n\n", text)))
+    buffer.clear()
+
+
+def parse_html(content: str) -> tuple[str, list[Block]]:
+    parser = _HtmlBlocks()
+    parser.feed(content)
+    parser.close()
+    parser.end_paragraph()
+    return parser.title.strip(), parser.blocks
+
+
+class _HtmlBlocks(HTMLParser):
+    """Headings h1-h6, paragraphs, list items and <pre> blocks; chrome is skipped."""
+
+    _SKIP = frozenset({"script", "style", "nav", "footer", "header", "template", "noscript"})
+    _BREAKS = frozenset(
+        {
+            "p",
+            "li",
+            "div",
+            "section",
+            "article",
+            "main",
+            "br",
+            "tr",
+            "blockquote",
+            "dd",
+            "dt",
+            "table",
+            "ul",
+            "ol",
+        }
+    )
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.title = ""
+        self.blocks: list[Block] = []
+        self._text: list[str] = []
+        self._paragraphs: list[str] = []
+        self._skip = 0
+        self._in_title = False
+        self._heading = 0
+        self._pre = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self._SKIP:
+            self._skip += 1
+        elif tag == "title":
+            self._in_title = True
+        elif re.fullmatch(r"h[1-6]", tag):
+            self.end_paragraph()
+            self._heading = int(tag[1])
+        elif tag == "pre":
+            self._close_text()
+            self._pre = True
+        elif tag in self._BREAKS:
+            self._close_text()
+            if tag == "li":
+                self._text.append("- ")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self._SKIP:
+            self._skip = max(self._skip - 1, 0)
+        elif tag == "title":
+            self._in_title = False
+        elif self._heading and tag == f"h{self._heading}":
+            heading = " ".join("".join(self._text).split())
+            self._text.clear()
+            if heading:
+                self.blocks.append(Block(self._heading, heading))
+            self._heading = 0
+        elif tag == "pre":
+            self._paragraphs.append("```\n" + "".join(self._text).strip("\n") + "\n```")
+            self._text.clear()
+            self._pre = False
+        elif tag in self._BREAKS:
+            self._close_text()
+
+    def handle_data(self, data: str) -> None:
+        if self._skip:
+            return
+        if self._in_title:
+            self.title += data
+        else:
+            self._text.append(data)
+
+    def _close_text(self) -> None:
+        text = " ".join("".join(self._text).split())
+        self._text.clear()
+        if text and text != "-":
+            self._paragraphs.append(text)
+
+    def end_paragraph(self) -> None:
+        self._close_text()
+        if self._paragraphs:
+            self.blocks.append(Block(0, "\n\n".join(self._paragraphs)))
+            self._paragraphs.clear()
+
+
+def _title_from(relative: str) -> str:
+    stem = PurePosixPath(relative).stem
+    if stem == "index":
+        stem = PurePosixPath(relative).parent.name or "Home"
+    return stem.replace("-", " ").replace("_", " ").strip().capitalize() or "Home"

@@ -1,0 +1,64 @@
+"""What may be indexed: exclusion globs and the forbidden-terms check.
+
+Both lists come from cdk.json context "chatguard/index" (the project's one settings
+source); `chatguard index --exclude/--forbidden` replace them for one run. The forbidden
+check is deterministic and runs on every chunk that WOULD be indexed, before anything is
+embedded or written: a build that finds a term fails and leaves the old artifact alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any
+
+from steps.lib.knowledge import Chunk
+from steps.lib.settings import cdk_context
+
+CONTEXT_KEY = "chatguard/index"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexPolicy:
+    exclude: tuple[str, ...]
+    forbidden_terms: tuple[str, ...]
+
+    @classmethod
+    def from_context(cls, context: dict[str, Any] | None = None) -> IndexPolicy:
+        block = (context if context is not None else cdk_context()).get(CONTEXT_KEY, {})
+        return cls(tuple(block.get("exclude", ())), tuple(block.get("forbidden_terms", ())))
+
+    def excluded(self, relative: str) -> bool:
+        """Globs match the POSIX path inside the site dir; `*` also crosses `/`."""
+        return any(fnmatchcase(relative, pattern) for pattern in self.exclude)
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    source: str  # the page file, relative to the site directory
+    heading: str
+    term: str
+
+    def __str__(self) -> str:
+        return f"{self.source}: heading {self.heading!r} contains forbidden term {self.term!r}"
+
+
+def term_pattern(term: str) -> re.Pattern[str]:
+    """Whole words/phrases, case-insensitive, any whitespace between a phrase's words."""
+    words = [re.escape(word) for word in term.split()]
+    return re.compile(r"(?<!\w)" + r"\s+".join(words) + r"(?!\w)", re.IGNORECASE)
+
+
+def violations(
+    source_chunks: Iterable[tuple[str, Chunk]], forbidden_terms: Sequence[str]
+) -> list[Violation]:
+    """Every (file, heading, term) where an indexable chunk holds a forbidden term."""
+    patterns = [(term, term_pattern(term)) for term in forbidden_terms if term.strip()]
+    found: list[Violation] = []
+    for source, chunk in source_chunks:
+        for term, pattern in patterns:
+            if pattern.search(chunk.heading) or pattern.search(chunk.text):
+                found.append(Violation(source, chunk.heading, term))
+    return found

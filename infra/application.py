@@ -1,0 +1,50 @@
+"""Build the CDK app: two stacks wired together, checked by cdk-nag AwsSolutions."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import aws_cdk as cdk
+from cdk_nag import AwsSolutionsChecks
+
+from infra import config as deploy_config
+from infra.stacks.chat_stack import ChatStack
+from infra.stacks.edge_stack import EdgeStack
+from steps.lib.settings import cdk_context
+
+BLOCKS = ("chatguard", "chatguard/edge", "chatguard/ops")
+# Changes per synth by default, so every deploy re-reads the origin secret (see secrets.py).
+READ_NONCE_KEY = "chatguard/read_nonce"
+EDGE_STACK = "ChatguardEdge"
+CHAT_STACK = "ChatguardChat"
+
+
+def build(context: Mapping[str, Any] | None = None, outdir: str | None = None) -> cdk.App:
+    app = cdk.App(context=dict(context) if context else None, outdir=outdir)
+    blocks = {name: app.node.try_get_context(name) for name in BLOCKS}
+    if any(value is None for value in blocks.values()):  # plain `python infra/app.py`
+        file_context = cdk_context()
+        blocks = {name: blocks[name] or file_context[name] for name in BLOCKS}
+    cfg = deploy_config.load(blocks)
+    account = os.environ.get("CDK_DEFAULT_ACCOUNT")
+    edge = EdgeStack(
+        app,
+        EDGE_STACK,
+        config=cfg,
+        env=cdk.Environment(account=account, region=deploy_config.EDGE_REGION),
+    )
+    chat = ChatStack(
+        app,
+        CHAT_STACK,
+        config=cfg,
+        env=cdk.Environment(account=account, region=cfg.ops.chat_region),
+        web_acl_arn=edge.web_acl_arn,
+        read_nonce=str(app.node.try_get_context(READ_NONCE_KEY) or int(time.time())),
+    )
+    for stack in (edge, chat):
+        cdk.Tags.of(stack).add("project", "chatguard")
+    cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
+    return app

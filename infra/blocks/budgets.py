@@ -1,0 +1,80 @@
+"""Two AWS Budgets: the model's own spend, and the whole account as the backstop.
+
+Budgets are slow (billing data lags by hours) and never stop anything: they are the check
+that shares no code with the request path. The first is filtered on every service string the
+model bills under: a third-party model on Bedrock may bill through AWS Marketplace under its
+own name, which a filter on "Amazon Bedrock" alone would miss. The second has no filter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+
+from aws_cdk import aws_budgets as budgets
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+# (type, percent): actual 80 % and 100 %, forecasted 80 %.
+NOTIFICATIONS = (("ACTUAL", 80), ("ACTUAL", 100), ("FORECASTED", 80))
+
+
+class SpendBudgets(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        name_prefix: str,
+        model_budget_usd: Decimal,
+        account_budget_usd: Decimal,
+        billing_services: Sequence[str],
+        topic: sns.ITopic,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.model = self._budget(
+            "Model",
+            f"{name_prefix}-model-monthly",
+            model_budget_usd,
+            topic,
+            {"Service": list(billing_services)},
+        )
+        self.account = self._budget(
+            "Account", f"{name_prefix}-account-monthly", account_budget_usd, topic, None
+        )
+
+    def _budget(
+        self,
+        construct_id: str,
+        name: str,
+        amount: Decimal,
+        topic: sns.ITopic,
+        cost_filters: dict[str, list[str]] | None,
+    ) -> budgets.CfnBudget:
+        return budgets.CfnBudget(
+            self,
+            construct_id,
+            budget=budgets.CfnBudget.BudgetDataProperty(
+                budget_name=name,
+                budget_type="COST",
+                time_unit="MONTHLY",
+                budget_limit=budgets.CfnBudget.SpendProperty(amount=float(amount), unit="USD"),
+                cost_filters=cost_filters,
+            ),
+            notifications_with_subscribers=[
+                budgets.CfnBudget.NotificationWithSubscribersProperty(
+                    notification=budgets.CfnBudget.NotificationProperty(
+                        notification_type=kind,
+                        comparison_operator="GREATER_THAN",
+                        threshold=percent,
+                        threshold_type="PERCENTAGE",
+                    ),
+                    subscribers=[
+                        budgets.CfnBudget.SubscriberProperty(
+                            subscription_type="SNS", address=topic.topic_arn
+                        )
+                    ],
+                )
+                for kind, percent in NOTIFICATIONS
+            ],
+        )

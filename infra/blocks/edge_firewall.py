@@ -1,0 +1,130 @@
+"""The CLOUDFRONT-scope web ACL: the cheapest, earliest refusals (funnel layer E1).
+
+A blocked request never reaches API Gateway, a Lambda or the model. The rate rule counts
+requests per client IP over a fixed window (60/120/300/600 s, limit floor 10), scoped to
+the chat route so page and widget loads never use up a visitor's allowance; the size rule
+refuses chat bodies over the contract's limit (bodies WAF cannot fully see count as too big).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import aws_wafv2 as wafv2
+from constructs import Construct
+
+from infra.config import EdgeConfig
+
+CHAT_PREFIX = "/chat"
+RATE_RULE = "ChatRateLimit"
+SIZE_RULE = "ChatBodyTooLarge"
+MANAGED_GROUPS = (
+    "AWSManagedRulesCommonRuleSet",
+    "AWSManagedRulesKnownBadInputsRuleSet",
+    "AWSManagedRulesAmazonIpReputationList",
+)
+
+
+def _visibility(metric: str) -> wafv2.CfnWebACL.VisibilityConfigProperty:
+    return wafv2.CfnWebACL.VisibilityConfigProperty(
+        cloud_watch_metrics_enabled=True, metric_name=metric, sampled_requests_enabled=True
+    )
+
+
+def _chat_path() -> wafv2.CfnWebACL.StatementProperty:
+    return wafv2.CfnWebACL.StatementProperty(
+        byte_match_statement=wafv2.CfnWebACL.ByteMatchStatementProperty(
+            field_to_match=wafv2.CfnWebACL.FieldToMatchProperty(uri_path={}),
+            positional_constraint="STARTS_WITH",
+            search_string=CHAT_PREFIX,
+            text_transformations=[
+                wafv2.CfnWebACL.TextTransformationProperty(priority=0, type="NONE")
+            ],
+        )
+    )
+
+
+class EdgeFirewall(Construct):
+    def __init__(
+        self, scope: Construct, construct_id: str, *, name: str, edge: EdgeConfig, body_max_bytes: int
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.web_acl_name = name
+        rules = [self._size_rule(body_max_bytes), self._rate_rule(edge)]
+        if edge.waf_managed_rules:
+            rules += [self._managed(group, 10 + i) for i, group in enumerate(MANAGED_GROUPS)]
+        self.web_acl = wafv2.CfnWebACL(
+            self,
+            "WebAcl",
+            name=name,
+            scope="CLOUDFRONT",
+            description="chatguard edge: rate limit and body size on /chat",
+            default_action=wafv2.CfnWebACL.DefaultActionProperty(allow={}),
+            visibility_config=_visibility(name),
+            rules=rules,
+        )
+
+    @staticmethod
+    def _size_rule(body_max_bytes: int) -> wafv2.CfnWebACL.RuleProperty:
+        too_big = wafv2.CfnWebACL.StatementProperty(
+            size_constraint_statement=wafv2.CfnWebACL.SizeConstraintStatementProperty(
+                field_to_match=wafv2.CfnWebACL.FieldToMatchProperty(
+                    # MATCH: a body past what WAF inspects is treated as too large, not allowed.
+                    body=wafv2.CfnWebACL.BodyProperty(oversize_handling="MATCH")
+                ),
+                comparison_operator="GT",
+                size=body_max_bytes,
+                text_transformations=[
+                    wafv2.CfnWebACL.TextTransformationProperty(priority=0, type="NONE")
+                ],
+            )
+        )
+        return wafv2.CfnWebACL.RuleProperty(
+            name=SIZE_RULE,
+            priority=0,
+            action=wafv2.CfnWebACL.RuleActionProperty(block={}),
+            statement=wafv2.CfnWebACL.StatementProperty(
+                and_statement=wafv2.CfnWebACL.AndStatementProperty(statements=[_chat_path(), too_big])
+            ),
+            visibility_config=_visibility(SIZE_RULE),
+        )
+
+    @staticmethod
+    def _rate_rule(edge: EdgeConfig) -> wafv2.CfnWebACL.RuleProperty:
+        return wafv2.CfnWebACL.RuleProperty(
+            name=RATE_RULE,
+            priority=1,
+            action=wafv2.CfnWebACL.RuleActionProperty(block={}),
+            statement=wafv2.CfnWebACL.StatementProperty(
+                rate_based_statement=wafv2.CfnWebACL.RateBasedStatementProperty(
+                    limit=edge.waf_rate_limit,
+                    evaluation_window_sec=edge.waf_window_seconds,
+                    aggregate_key_type="IP",
+                    scope_down_statement=_chat_path(),
+                )
+            ),
+            visibility_config=_visibility(RATE_RULE),
+        )
+
+    @staticmethod
+    def _managed(group: str, priority: int) -> wafv2.CfnWebACL.RuleProperty:
+        overrides: list[Any] = []
+        if group == "AWSManagedRulesCommonRuleSet":
+            # Its 8 KB body rule would refuse valid chat bodies; our own size rule owns that.
+            overrides.append(
+                wafv2.CfnWebACL.RuleActionOverrideProperty(
+                    name="SizeRestrictions_BODY",
+                    action_to_use=wafv2.CfnWebACL.RuleActionProperty(count={}),
+                )
+            )
+        return wafv2.CfnWebACL.RuleProperty(
+            name=group,
+            priority=priority,
+            override_action=wafv2.CfnWebACL.OverrideActionProperty(none={}),
+            statement=wafv2.CfnWebACL.StatementProperty(
+                managed_rule_group_statement=wafv2.CfnWebACL.ManagedRuleGroupStatementProperty(
+                    vendor_name="AWS", name=group, rule_action_overrides=overrides or None
+                )
+            ),
+            visibility_config=_visibility(group),
+        )

@@ -1,0 +1,84 @@
+"""The Express state machine, deployed from statemachine/chat.asl.json as written."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from infra import nag
+from statemachine import loader
+from steps.lib.stages import STAGES
+
+from .alarms import FIVE_MINUTES, alarm
+
+
+class ChatWorkflow(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        functions: Mapping[str, lambda_.IFunction],
+        timeout: Duration,
+        log_retention: logs.RetentionDays,
+        topic: sns.ITopic,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        # The vendedlogs prefix keeps CloudWatch's resource policy small for Step Functions.
+        self.log_group = logs.LogGroup(
+            self,
+            "Logs",
+            log_group_name=f"/aws/vendedlogs/states/{Stack.of(self).stack_name}-workflow",
+            retention=log_retention,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        self.state_machine = sfn.StateMachine(
+            self,
+            "StateMachine",
+            state_machine_type=sfn.StateMachineType.EXPRESS,
+            definition_body=sfn.DefinitionBody.from_string(loader.definition_text()),
+            definition_substitutions={
+                stage.placeholder: functions[stage.state].function_arn for stage in STAGES
+            },
+            timeout=timeout,
+            tracing_enabled=True,
+            logs=sfn.LogOptions(
+                destination=self.log_group,
+                level=sfn.LogLevel.ALL,
+                # Execution data is the visitor's message and the model's answer: user content
+                # stays out of the logs; states, transitions and errors are still recorded.
+                include_execution_data=False,
+            ),
+        )
+        # A definition given as a string is opaque to CDK, so every invoke is granted here.
+        for stage in STAGES:
+            functions[stage.state].grant_invoke(self.state_machine)
+        self._alarms(topic)
+        nag.suppress(
+            self.state_machine.role,
+            "IAM5",
+            nag.INVOKE_VERSIONS_REASON + " " + nag.XRAY_REASON + " " + nag.VENDED_LOGS_REASON,
+            applies_to=["Resource::*", nag.regex(r"^Resource::<.*Function.*\.Arn>:\*$")],
+        )
+
+    def _alarms(self, topic: sns.ITopic) -> None:
+        machine = self.state_machine
+        for name, metric, what in (
+            ("ExecutionsFailed", machine.metric_failed(period=FIVE_MINUTES), "failed"),
+            ("ExecutionsTimedOut", machine.metric_timed_out(period=FIVE_MINUTES), "timed out"),
+            ("ExecutionThrottled", machine.metric_throttled(period=FIVE_MINUTES), "was throttled"),
+        ):
+            alarm(
+                self,
+                name,
+                metric=metric,
+                threshold=1,
+                description=f"The chat workflow {what}: the visitor got a 503 from API Gateway.",
+                topic=topic,
+            )

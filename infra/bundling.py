@@ -1,0 +1,185 @@
+"""The step Lambdas' code asset, built on this machine: no Docker, no AWS credentials.
+
+Each asset is the ``steps/`` package plus pinned wheels for Linux arm64 / CPython 3.13,
+installed by ``pip --platform ... --only-binary=:all:`` (a wheel is a zip: nothing is
+compiled, so no Lambda-like container is needed). The retrieval steps also get numpy and
+the knowledge artifact of ``build/knowledge`` (``make index``).
+
+The pip result is cached in ``build/lambda-deps/<key>``, keyed by the requirement set and
+target platform, so repeated synths (tests, CI) copy files instead of downloading.
+``try_bundle`` never answers "not bundled": CDK would then fall back to Docker, and a
+synth that quietly needs Docker is exactly what this module exists to prevent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import jsii
+from aws_cdk import aws_lambda as lambda_
+
+ROOT = Path(__file__).resolve().parents[1]
+STEPS_DIR = ROOT / "steps"
+KNOWLEDGE_DIR = ROOT / "build" / "knowledge"
+KNOWLEDGE_FILES = ("knowledge.json", "embeddings.npy")
+CACHE_DIR = ROOT / "build" / "lambda-deps"
+REQUIREMENTS_DIR = Path(__file__).resolve().parent / "requirements"
+
+PYTHON_VERSION = "3.13"
+# manylinux2014 (glibc 2.17) and manylinux_2_28 wheels both run on the python3.13 runtime
+# (Amazon Linux 2023, glibc 2.34); recent numpy publishes only the latter for arm64.
+PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64")
+DEFAULT_INDEX = "https://pypi.org/simple"
+_SKIPPED = shutil.ignore_patterns("__pycache__", "*.pyc", ".mypy_cache", ".pytest_cache")
+
+
+class BundlingError(RuntimeError):
+    """The asset could not be built locally (and Docker is never the fallback)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepAsset:
+    """What one kind of step Lambda ships."""
+
+    name: str
+    requirement_files: tuple[str, ...]
+    with_knowledge: bool
+
+    def requirements(self) -> tuple[str, ...]:
+        lines: list[str] = []
+        for file in self.requirement_files:
+            for line in (REQUIREMENTS_DIR / file).read_text(encoding="utf-8").splitlines():
+                line = line.split("#", 1)[0].strip()
+                if line:
+                    lines.append(line)
+        return tuple(sorted(lines))
+
+    def dependency_key(self) -> str:
+        spec = "\n".join((*self.requirements(), *PLATFORMS, PYTHON_VERSION, "no-deps-v1"))
+        return hashlib.sha256(spec.encode()).hexdigest()[:20]
+
+    def source_hash(self) -> str:
+        """Changes whenever anything that ends up in the zip changes."""
+        digest = hashlib.sha256(self.dependency_key().encode())
+        for path in _files(STEPS_DIR):
+            digest.update(str(path.relative_to(ROOT)).encode())
+            digest.update(path.read_bytes())
+        if self.with_knowledge:
+            for name in KNOWLEDGE_FILES:
+                digest.update(_knowledge_file(name).read_bytes())
+        return digest.hexdigest()
+
+
+GATE_ASSET = StepAsset("gate", ("lambda.txt",), with_knowledge=False)
+RETRIEVAL_ASSET = StepAsset("retrieval", ("lambda.txt", "numpy.txt"), with_knowledge=True)
+
+
+def step_code(asset: StepAsset) -> lambda_.Code:
+    """A Lambda Code for this asset, bundled locally by ``LocalStepBundler``."""
+    return lambda_.Code.from_asset(
+        str(STEPS_DIR),
+        asset_hash_type=cdk.AssetHashType.CUSTOM,
+        asset_hash=asset.source_hash(),
+        bundling=cdk.BundlingOptions(
+            # Required by the API; never pulled, because local bundling always succeeds or raises.
+            image=cdk.DockerImage.from_registry("local-bundling-only"),
+            local=LocalStepBundler(asset),
+        ),
+    )
+
+
+@jsii.implements(cdk.ILocalBundling)
+class LocalStepBundler:
+    def __init__(self, asset: StepAsset) -> None:
+        self._asset = asset
+
+    def try_bundle(self, output_dir: str, *, image: cdk.DockerImage, **_docker: Any) -> bool:
+        build_asset(self._asset, Path(output_dir))
+        return True
+
+
+def build_asset(asset: StepAsset, out: Path) -> None:
+    deps = ensure_dependencies(asset)
+    shutil.copytree(deps, out, dirs_exist_ok=True, ignore=_SKIPPED)
+    shutil.copytree(STEPS_DIR, out / "steps", dirs_exist_ok=True, ignore=_SKIPPED)
+    if asset.with_knowledge:
+        target = out / "build" / "knowledge"
+        target.mkdir(parents=True, exist_ok=True)
+        for name in KNOWLEDGE_FILES:
+            shutil.copy2(_knowledge_file(name), target / name)
+
+
+def ensure_dependencies(asset: StepAsset) -> Path:
+    """The installed wheels for this requirement set, from the cache or freshly installed."""
+    final = CACHE_DIR / asset.dependency_key()
+    if (final / ".complete").exists():
+        return final
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{final.name}.", dir=CACHE_DIR))
+    try:
+        _pip_install(asset.requirements(), staging)
+        shutil.rmtree(staging / "bin", ignore_errors=True)  # console scripts: not importable
+        (staging / ".complete").write_text("\n".join(asset.requirements()) + "\n")
+        try:
+            staging.rename(final)
+        except OSError:
+            if not (final / ".complete").exists():  # another process did not win the race
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final
+
+
+def pip_command(requirements: tuple[str, ...], target: Path) -> list[str]:
+    # --isolated: ignore this machine's pip config and PIP_* variables (constraints files,
+    # extra or local indexes, find-links) so every machine resolves the same wheels.
+    # --no-deps: the requirement files are the complete lock.
+    command = [sys.executable, "-m", "pip", "--isolated", "install", "--quiet", "--no-deps"]
+    command += ["--no-compile", "--disable-pip-version-check", "--only-binary=:all:"]
+    command += ["--implementation", "cp", "--python-version", PYTHON_VERSION]
+    command += ["--abi", "cp" + PYTHON_VERSION.replace(".", "")]
+    for platform in PLATFORMS:
+        command += ["--platform", platform]
+    index = os.environ.get("CHATGUARD_PIP_INDEX_URL") or DEFAULT_INDEX
+    command += ["--index-url", index, "--target", str(target)]
+    cert = os.environ.get("PIP_CERT")  # a proxy's CA bundle still has to reach pip
+    if cert:
+        command += ["--cert", cert]
+    return [*command, *requirements]
+
+
+def _pip_install(requirements: tuple[str, ...], target: Path) -> None:
+    result = subprocess.run(
+        pip_command(requirements, target), capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        raise BundlingError(
+            "pip could not fetch the Lambda wheels for linux/arm64 (is PyPI reachable? "
+            f"CHATGUARD_PIP_INDEX_URL names a mirror):\n{result.stderr[-2000:]}"
+        )
+
+
+def _knowledge_file(name: str) -> Path:
+    path = KNOWLEDGE_DIR / name
+    if not path.is_file():
+        raise BundlingError(
+            f"build/knowledge/{name} is missing: run `make index` before synthesizing"
+        )
+    return path
+
+
+def _files(directory: Path) -> list[Path]:
+    return sorted(
+        p
+        for p in directory.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    )

@@ -1,0 +1,84 @@
+"""The IAM statements of each step: what it needs, on exactly the items and ARNs it touches.
+
+DynamoDB item scoping uses ``dynamodb:LeadingKeys`` (the partition key of every item a
+request touches, transactions included), so a step's role cannot write another step's
+items even though all of them live in one table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import Aws, Stack
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+# Geographic and global inference profile prefixes, e.g. "global.anthropic.claude-...".
+PROFILE_PREFIXES = ("global", "us", "eu", "apac", "jp", "au", "ca", "us-gov")
+
+
+def items(table_arn: str, actions: Sequence[str], leading_keys: Sequence[str]) -> iam.PolicyStatement:
+    """``actions`` on the table, only for items whose partition key matches ``leading_keys``."""
+    return iam.PolicyStatement(
+        actions=[f"dynamodb:{a}" for a in actions],
+        resources=[table_arn],
+        conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": list(leading_keys)}},
+    )
+
+
+def read_parameter(parameter_arn: str) -> iam.PolicyStatement:
+    # SecureStrings use the AWS managed key aws/ssm, whose key policy already lets principals
+    # of this account decrypt through SSM: no kms statement is needed (or wanted).
+    return iam.PolicyStatement(actions=["ssm:GetParameter"], resources=[parameter_arn])
+
+
+def parameter_arn(scope: Construct, name: str) -> str:
+    return Stack.of(scope).format_arn(
+        service="ssm", resource="parameter", resource_name=name.lstrip("/")
+    )
+
+
+def foundation_model_arn(model: str, region: str = Aws.REGION) -> str:
+    return f"arn:{Aws.PARTITION}:bedrock:{region}::foundation-model/{model}"
+
+
+def split_profile(model_id: str) -> tuple[str | None, str]:
+    """("global", "anthropic.claude-...") for a profile id; (None, model_id) for a model id."""
+    prefix, _, rest = model_id.partition(".")
+    if rest and prefix in PROFILE_PREFIXES:
+        return prefix, rest
+    return None, model_id
+
+
+def converse(model_id: str) -> list[iam.PolicyStatement]:
+    """Converse (IAM action bedrock:InvokeModel) on one model, directly or via its profile.
+
+    Through an inference profile Bedrock routes to the model in other Regions, so the model
+    ARN is allowed in every Region (and, for a global profile, Region-less) but only when the
+    call comes through this profile (``bedrock:InferenceProfileArn``).
+    """
+    prefix, model = split_profile(model_id)
+    if prefix is None:
+        return [iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[foundation_model_arn(model)])]
+    profile_arn = (
+        f"arn:{Aws.PARTITION}:bedrock:{Aws.REGION}:{Aws.ACCOUNT_ID}:inference-profile/{model_id}"
+    )
+    routed = [foundation_model_arn(model, "*")]
+    if prefix == "global":
+        routed.append(foundation_model_arn(model, ""))
+    return [
+        iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[profile_arn]),
+        iam.PolicyStatement(
+            actions=["bedrock:InvokeModel"],
+            resources=routed,
+            conditions={"StringEquals": {"bedrock:InferenceProfileArn": profile_arn}},
+        ),
+    ]
+
+
+def embed(model_id: str) -> iam.PolicyStatement:
+    return iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[foundation_model_arn(model_id)])
+
+
+def apply_guardrail(guardrail_arn: str) -> iam.PolicyStatement:
+    return iam.PolicyStatement(actions=["bedrock:ApplyGuardrail"], resources=[guardrail_arn])

@@ -1,0 +1,188 @@
+"""Chat stack: data, secrets, guardrail, the seven steps, workflow, API, CDN, budgets, alarms.
+
+Each step's grants and the environment variables naming what was granted sit side by side
+in ``_steps``: what a step may touch and what it is told about are read together.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import CfnOutput, Duration, Environment, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra import nag
+from infra import permissions as allow
+from infra.bundling import GATE_ASSET, RETRIEVAL_ASSET, step_code
+from infra.config import RETENTION_DAYS, DeployConfig
+from infra.blocks.alert_topic import AlertTopic
+from infra.blocks.budgets import SpendBudgets
+from infra.blocks.chat_api import ChatApi
+from infra.blocks.guardrail import ChatGuardrail
+from infra.blocks.ledger_table import LedgerTable
+from infra.blocks.monitoring import ChatMonitoring
+from infra.blocks.pipeline_step import PipelineStep
+from infra.blocks.secrets import GeneratedSecrets
+from infra.blocks.site_distribution import SiteDistribution
+from infra.blocks.workflow import ChatWorkflow
+from infra.step_wiring import STEP_SETTINGS
+from steps.lib.settings import PROJECT_ROOT, Settings
+from steps.lib.stages import STAGES, Stage
+
+WIDGET_DIR = PROJECT_ROOT / "widget"
+DEMO_PAGE = PROJECT_ROOT / "infra" / "site" / "index.html"
+
+
+class ChatStack(Stack):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeployConfig,
+        env: Environment,
+        web_acl_arn: str,
+        read_nonce: str,
+    ) -> None:
+        super().__init__(scope, construct_id, env=env, cross_region_references=True)
+        s, ops, edge = config.settings, config.ops, config.edge
+        self.retention = getattr(logs.RetentionDays, RETENTION_DAYS[ops.log_retention_days])
+        self.alerts = AlertTopic(self, "Alerts", emails=ops.alert_emails, allow_budgets=True)
+        self.ledger = LedgerTable(
+            self, "Ledger", table_name=s.table_name, deletion_protection=ops.deletion_protection
+        )
+        self.secrets = GeneratedSecrets(
+            self,
+            "Secrets",
+            names={
+                "origin_secret": s.origin_secret_param,
+                "visitor_salt": s.salt_param,
+                "signing_key": s.signing_key_param,
+            },
+            exposed="origin_secret",
+            read_nonce=read_nonce,
+            log_retention=self.retention,
+        )
+        self.guardrail = ChatGuardrail(
+            self, "Guardrail", name=f"{self.stack_name}-chat", denied_topics=ops.denied_topics
+        )
+        runtime = s.replace(
+            guardrail_id=self.guardrail.guardrail.attr_guardrail_id,
+            guardrail_version=self.guardrail.version.attr_version,
+            guardrail_policy_count=self.guardrail.policy_count,
+        )
+        self.steps = self._steps(runtime, config)
+        self.workflow = ChatWorkflow(
+            self,
+            "Workflow",
+            functions={state: step.function for state, step in self.steps.items()},
+            timeout=Duration.seconds(edge.origin_timeout_seconds),
+            log_retention=self.retention,
+            topic=self.alerts.topic,
+        )
+        self.api = ChatApi(
+            self,
+            "ChatApi",
+            state_machine=self.workflow.state_machine,
+            throttle_rate=edge.api_throttle_rate,
+            throttle_burst=edge.api_throttle_burst,
+            integration_timeout=Duration.seconds(edge.integration_timeout_seconds),
+            log_retention=self.retention,
+            topic=self.alerts.topic,
+        )
+        self.site = SiteDistribution(
+            self,
+            "Site",
+            api=self.api.api,
+            origin_secret=self.secrets.exposed_value,
+            web_acl_arn=web_acl_arn,
+            origin_timeout=Duration.seconds(edge.origin_timeout_seconds),
+            widget_dir=WIDGET_DIR,
+            demo_page=DEMO_PAGE,
+        )
+        SpendBudgets(
+            self,
+            "Budgets",
+            name_prefix=self.stack_name,
+            model_budget_usd=ops.budget_usd,
+            account_budget_usd=ops.account_budget_usd,
+            billing_services=ops.billing_services,
+            topic=self.alerts.topic,
+        )
+        self.monitoring = ChatMonitoring(
+            self,
+            "Monitoring",
+            steps=list(self.steps.values()),
+            state_machine=self.workflow.state_machine,
+            api=self.api.api,
+            settings=s,
+            ops=ops,
+            topic=self.alerts.topic,
+        )
+        self._outputs()
+
+    def _steps(self, runtime: Settings, config: DeployConfig) -> dict[str, PipelineStep]:
+        table = self.ledger.table.table_arn
+        params = {name: allow.parameter_arn(self, name) for name in self.secrets.names.values()}
+        grants: dict[str, list[iam.PolicyStatement]] = {
+            "OriginVerify": [allow.read_parameter(params[runtime.origin_secret_param])],
+            "Quota": [
+                allow.items(table, ["UpdateItem"], ["VISITOR#*"]),
+                allow.read_parameter(params[runtime.salt_param]),
+            ],
+            "CostGate": [
+                allow.items(table, ["UpdateItem"], ["GLOBAL", "VISITOR#*"]),
+                allow.items(table, ["PutItem"], ["RES#*"]),
+                allow.items(table, ["ConditionCheckItem", "GetItem"], ["CONFIG"]),
+            ],
+            "Retrieve": [allow.embed(runtime.embedding_model_id)],
+            "Invoke": [
+                *allow.converse(runtime.model_id),
+                allow.apply_guardrail(self.guardrail.guardrail.attr_guardrail_arn),
+                allow.read_parameter(params[runtime.signing_key_param]),
+            ],
+            "Reconcile": [
+                allow.items(table, ["UpdateItem", "GetItem"], ["RES#*"]),
+                allow.items(table, ["UpdateItem"], ["GLOBAL", "VISITOR#*"]),
+            ],
+            "Degraded": [],  # the bundled index only: no AWS call at all
+        }
+        gate, retrieval = step_code(GATE_ASSET), step_code(RETRIEVAL_ASSET)
+        steps = {
+            stage.state: PipelineStep(
+                self,
+                stage.state,
+                stage=stage,
+                code=retrieval if stage.needs_numpy else gate,
+                environment=_environment(runtime, stage),
+                statements=grants[stage.state],
+                log_retention=self.retention,
+                reserved_concurrency=config.ops.reserved_concurrency.get(stage.state),
+                topic=self.alerts.topic,
+            )
+            for stage in STAGES
+        }
+        nag.suppress(
+            steps["Invoke"].role,
+            "IAM5",
+            "An inference profile routes the call to the same model in other Regions, so the "
+            "model ARN has a Region wildcard; the condition only allows it through this profile.",
+            applies_to=[nag.regex(r"^Resource::arn:<AWS::Partition>:bedrock:\*?::foundation-model/.*$")],
+        )
+        return steps
+
+    def _outputs(self) -> None:
+        CfnOutput(self, "SiteUrl", value=f"https://{self.site.distribution.domain_name}")
+        CfnOutput(self, "DistributionId", value=self.site.distribution.distribution_id)
+        CfnOutput(self, "ApiId", value=self.api.api.rest_api_id)
+        CfnOutput(self, "TableName", value=self.ledger.table.table_name)
+        CfnOutput(self, "StateMachineArn", value=self.workflow.state_machine.state_machine_arn)
+        CfnOutput(self, "AlertTopicArn", value=self.alerts.topic.topic_arn)
+
+
+def _environment(runtime: Settings, stage: Stage) -> dict[str, str]:
+    env = runtime.to_env(*STEP_SETTINGS[stage.state])
+    # Powertools: JSON logs at INFO (one line in, one out), EMF metrics under our namespace.
+    env["POWERTOOLS_SERVICE_NAME"] = "chatguard"
+    env["POWERTOOLS_LOG_LEVEL"] = "INFO"
+    return env

@@ -1,0 +1,63 @@
+"""Which settings each step is given (as CHATGUARD_* environment variables).
+
+A step gets only what its code reads: its own secret's parameter NAME (never a value, and
+never another step's), the limits it enforces and the prices it computes with. A setting a
+step needs but is not given would silently fall back to its default, so tests compare this
+table with what each step's modules read.
+"""
+
+from __future__ import annotations
+
+BOUNDS = ("message_max_chars", "history_max_turns", "history_turn_max_chars")
+SECRET_TIMING = ("secret_grace_seconds", "secret_cache_seconds")
+BEDROCK_TIMEOUTS = ("bedrock_connect_timeout_seconds", "bedrock_read_timeout_seconds")
+PRICING = (
+    "price_input_per_mtok",
+    "price_output_per_mtok",
+    "price_cache_write_per_mtok",
+    "price_cache_read_per_mtok",
+    "price_embedding_per_mtok",
+    "price_guardrail_per_1k_units",
+    "guardrail_id",
+    "guardrail_policy_count",
+    "max_input_tokens",
+    "max_output_tokens",
+    *BOUNDS,
+)
+
+STEP_SETTINGS: dict[str, tuple[str, ...]] = {
+    "OriginVerify": ("origin_secret_param", *SECRET_TIMING, *BOUNDS, "body_max_bytes"),
+    "Quota": ("table_name", "salt_param", *SECRET_TIMING, "visitor_message_limit"),
+    "CostGate": (
+        "table_name",
+        "daily_ceiling_usd",
+        "monthly_ceiling_usd",
+        "visitor_cost_share",
+        "mode_cache_seconds",
+        "grounding_token_budget",
+        *PRICING,
+    ),
+    "Retrieve": (
+        "model_backend",
+        "embedding_model_id",
+        "embedding_dimensions",
+        "grounding_token_budget",
+        *BEDROCK_TIMEOUTS,
+    ),
+    "Invoke": (
+        "model_backend",
+        "model_id",
+        "guardrail_id",
+        "guardrail_version",
+        "guardrail_policy_count",
+        "signing_key_param",
+        *SECRET_TIMING,
+        "max_input_tokens",
+        "max_output_tokens",
+        "grounding_token_budget",
+        *BOUNDS,
+        *BEDROCK_TIMEOUTS,
+    ),
+    "Reconcile": ("table_name", *PRICING),
+    "Degraded": ("embedding_model_id", "embedding_dimensions", "grounding_token_budget"),
+}

@@ -1,0 +1,94 @@
+"""API Gateway mapping templates (Velocity) between POST /chat and StartSyncExecution.
+
+Request: the execution input of docs/internals.md, built as a JSON string. Header values
+are client-controlled, so each is escaped for the inner JSON and the whole input escaped
+again for the outer string; ``escapeJavaScript`` also writes ``\\'``, which is not valid
+JSON, so each escape is followed by undoing that one sequence.
+
+Response: StartSyncExecution answers 200 even when the execution FAILED or TIMED_OUT, so
+the template reads ``status`` and the state output's ``statusCode`` and sets the HTTP
+status itself; the body is written field by field from the contract's known shapes
+(Velocity has no JSON serializer for a parsed object).
+"""
+
+from __future__ import annotations
+
+UNAVAILABLE = "The chat is unavailable right now. Please try again later."
+_UNESCAPE = '.replaceAll("\\\\\'", "\'")'
+
+
+def _header(variable: str, name: str) -> str:
+    # Header names are matched case-insensitively: HTTP says they are, proxies differ.
+    return (
+        f"#set(${variable} = \"\")\n"
+        f"#foreach($name in $headers.keySet())"
+        f"#if($name.toLowerCase() == '{name.lower()}')#set(${variable} = $headers.get($name))#end"
+        f"#end\n"
+    )
+
+
+def request_template(state_machine_arn: str) -> str:
+    return (
+        "#set($headers = $input.params().header)\n"
+        + _header("origin", "X-Origin-Verify")
+        + _header("viewer", "CloudFront-Viewer-Address")
+        + f"#set($o = $util.escapeJavaScript($origin){_UNESCAPE})\n"
+        + f"#set($v = $util.escapeJavaScript($viewer){_UNESCAPE})\n"
+        + "#set($b = $input.json('$'))\n"
+        + "#set($q = '\"')\n"
+        + '#set($inner = "{${q}requestId${q}:${q}$context.requestId${q},${q}body${q}:$b,'
+        + '${q}originVerify${q}:${q}$o${q},${q}viewerAddress${q}:${q}$v${q}}")\n'
+        + "{\n"
+        + f'  "stateMachineArn": "{state_machine_arn}",\n'
+        + f'  "input": "$util.escapeJavaScript($inner){_UNESCAPE}"\n'
+        + "}\n"
+    )
+
+
+def _string_field(key: str) -> str:
+    return (
+        f'#if($body.containsKey("{key}"))$sep"{key}":"$util.escapeJavaScript($body.get("{key}")){_UNESCAPE}"'
+        '#set($sep = ",")#end'
+    )
+
+
+def _true_field(key: str) -> str:
+    return f'#if($body.get("{key}") == true)$sep"{key}":true#set($sep = ",")#end'
+
+
+_SOURCES = (
+    '#if($body.containsKey("sources"))$sep"sources":['
+    '#foreach($s in $body.get("sources"))'
+    '{"page":"$util.escapeJavaScript("$!s.page")' + _UNESCAPE + '",'
+    '"heading":"$util.escapeJavaScript("$!s.heading")' + _UNESCAPE + '"}'
+    "#if($foreach.hasNext),#end#end]"
+    '#set($sep = ",")#end'
+)
+
+
+def response_template() -> str:
+    return (
+        "#set($status = $input.path('$.status'))\n"
+        "#if($status == 'SUCCEEDED')\n"
+        "#set($out = $util.parseJson($input.path('$.output')))\n"
+        "#set($context.responseOverride.status = 503)\n"
+        "#if($out.statusCode)#set($context.responseOverride.status = $out.statusCode)#end\n"
+        "#set($body = $out.body)\n"
+        '#set($sep = "")\n'
+        "{"
+        + _string_field("reply")
+        + _SOURCES
+        + _string_field("sig")
+        + _true_field("limited")
+        + _true_field("degraded")
+        + _string_field("error")
+        + "}\n"
+        "#else\n"
+        "#set($context.responseOverride.status = 503)\n"
+        f'{{"error":"{UNAVAILABLE}"}}\n'
+        "#end\n"
+    )
+
+
+def error_template() -> str:
+    return f'{{"error":"{UNAVAILABLE}"}}'

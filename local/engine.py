@@ -1,0 +1,256 @@
+"""The real chat.asl.json on moto's Step Functions engine, Lambda tasks run in-process.
+
+Seams into moto 5.2 (read from its source; each one is undone by `stop()`):
+
+- ``mock_aws(config=MOTO_CONFIG)`` selects the ASL-executing Step Functions backend and the
+  Docker-free Lambda backend; that backend's ``invoke`` is replaced on its instance by
+  `Engine._invoke`, which calls ``steps.<module>.handler`` in the calling thread. A raised
+  exception becomes ``x-amz-function-error: Unhandled`` + ``{errorType, errorMessage}``,
+  exactly what Lambda answers, so the ASL's ``Catch`` sees the class name.
+- The engine parses the ASL with ANTLR for every execution (about 50 ms); the parsed
+  program holds no per-execution state (retry counters live in the execution's
+  environment), so it is parsed once per definition and deep-copied per execution.
+- The engine builds a new boto3 Lambda client for every task (about 5 ms, and boto3's
+  default session is not safe to build clients from on many threads); one cached client
+  serves every task instead. Clients are thread-safe.
+
+StartSyncExecution is not implemented by moto 5.2, so `run` starts an execution with a
+unique name and waits on the execution object (polling describe_execution over the API
+costs a boto round trip per poll for the same answer; docs/local.md has the figures).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from statemachine import loader
+from steps.lib.stages import STAGES, Stage
+
+MOTO_CONFIG: dict[str, Any] = {
+    "stepfunctions": {"execute_state_machine": True},
+    "lambda": {"use_docker": False},
+}
+ACCOUNT = "123456789012"  # moto's default account
+FUNCTION_PREFIX = "chatguard-"
+_ASSUME_ROLE = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": "states.amazonaws.com"},
+                       "Action": "sts:AssumeRole"}],
+    }
+)
+
+Dispatch = Callable[[Stage, dict[str, Any], str], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    status: str  # SUCCEEDED | FAILED | TIMED_OUT | ABORTED
+    output: dict[str, Any] | None
+    error: str | None
+    states: tuple[str, ...]  # every state entered, in order
+
+
+class Engine:
+    def __init__(self, *, region: str, dispatch: Dispatch, timeout_seconds: float = 60) -> None:
+        self.region = region
+        self._dispatch = dispatch
+        self._timeout = timeout_seconds
+        self._mock: Any = None
+        self._undo: list[Callable[[], None]] = []
+        self._by_function = {FUNCTION_PREFIX + s.state: s for s in STAGES}
+        self.state_machine_arn = ""
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def start(self) -> None:
+        from moto import mock_aws
+
+        self._mock = mock_aws(config=MOTO_CONFIG)
+        self._mock.start()
+        self._patch_lambda_backend()
+        self._patch_engine()
+        self.state_machine_arn = self._deploy()
+
+    def stop(self) -> None:
+        while self._undo:
+            self._undo.pop()()
+        if self._mock is not None:
+            self._mock.stop()
+            self._mock = None
+
+    def client(self, service: str) -> Any:
+        return boto3.client(service, region_name=self.region)
+
+    # -- running -----------------------------------------------------------------------
+    def run(self, execution_input: dict[str, Any]) -> Finished:
+        from moto.stepfunctions.responses import get_backend
+
+        backend = get_backend(ACCOUNT, self.region)
+        name = uuid.uuid4().hex
+        execution = backend.start_execution(
+            self.state_machine_arn, name=name, execution_input=json.dumps(execution_input)
+        )
+        deadline = time.monotonic() + self._timeout
+        pause = 0.0005
+        while execution.exec_status.value == "RUNNING":
+            if time.monotonic() > deadline:
+                return Finished("TIMED_OUT", None, "local engine timeout", ())
+            time.sleep(pause)
+            pause = min(pause * 1.5, 0.005)
+        finished = _finished(execution)
+        _forget(backend, execution)
+        return finished
+
+    # -- seams -------------------------------------------------------------------------
+    def _patch_lambda_backend(self) -> None:
+        from moto.awslambda.utils import get_backend
+
+        backend = get_backend(ACCOUNT, self.region)
+        backend.invoke = self._invoke
+        self._undo.append(lambda: vars(backend).pop("invoke", None))
+
+    def _invoke(
+        self, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: Any
+    ) -> bytes:
+        name = function_name.rsplit(":", 1)[-1] if function_name.startswith("arn:") else function_name
+        stage = self._by_function[name]
+        event = json.loads(body or b"{}")
+        try:
+            result = self._dispatch(stage, event, name)
+        except Exception as exc:  # the Lambda runtime's contract for an unhandled error
+            response_headers["x-amz-function-error"] = "Unhandled"
+            result = {"errorType": type(exc).__name__, "errorMessage": str(exc)}
+        return json.dumps(result).encode()
+
+    def _patch_engine(self) -> None:
+        from moto.stepfunctions.parser.asl.component.common.path import result_path
+        from moto.stepfunctions.parser.asl.component.state.exec.state_task import (
+            lambda_eval_utils,
+        )
+        from moto.stepfunctions.parser.asl.utils import json_path
+        from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+
+        lambda_client = boto3.client(
+            "lambda",
+            region_name=self.region,
+            config=Config(retries={"total_max_attempts": 1}, read_timeout=self._timeout),
+        )
+        patches: list[tuple[Any, str, Any]] = [
+            (ExecutionWorker, "_get_evaluation_entrypoint", _cached_entrypoint),
+            (lambda_eval_utils, "boto_client_for", lambda **_kw: lambda_client),
+            # jsonpath_ng builds a fresh PLY parser for every path it parses (about 1 ms,
+            # a dozen times per execution); the parsed expressions are immutable.
+            (json_path, "parse", functools.lru_cache(maxsize=256)(json_path.parse)),
+            (result_path, "parse", functools.lru_cache(maxsize=256)(result_path.parse)),
+        ]
+        for owner, name, replacement in patches:
+            original = getattr(owner, name)
+            setattr(owner, name, replacement)
+            self._undo.append(functools.partial(setattr, owner, name, original))
+
+    def _deploy(self) -> str:
+        role = self.client("iam").create_role(
+            RoleName="chatguard-local", AssumeRolePolicyDocument=_ASSUME_ROLE
+        )["Role"]["Arn"]
+        lam = self.client("lambda")
+        arns = {}
+        for stage in STAGES:
+            arns[stage.placeholder] = lam.create_function(
+                FunctionName=FUNCTION_PREFIX + stage.state,
+                Runtime="python3.11",
+                Role=role,
+                Handler=stage.handler_path,
+                Code={"ZipFile": b"in-process"},
+                Timeout=stage.timeout_seconds,
+                MemorySize=stage.memory_mb,
+            )["FunctionArn"]
+        sfn = self.client("stepfunctions")
+        return str(
+            sfn.create_state_machine(
+                name="chatguard-chat",
+                definition=loader.substitute(arns),
+                roleArn=role,
+                type="EXPRESS",
+            )["stateMachineArn"]
+        )
+
+
+def _finished(execution: Any) -> Finished:
+    output = execution.output if execution.exec_status.value == "SUCCEEDED" else None
+    if isinstance(output, str):
+        output = json.loads(output)
+    return Finished(
+        status=execution.exec_status.value,
+        output=output,
+        error=execution.error,
+        states=_states_entered(execution),
+    )
+
+
+def _states_entered(execution: Any) -> tuple[str, ...]:
+    events = execution.to_history_output().get("events", [])
+    return tuple(
+        e["stateEnteredEventDetails"]["name"] for e in events if "stateEnteredEventDetails" in e
+    )
+
+
+def _forget(backend: Any, execution: Any) -> None:
+    """Drop a finished execution: a long-running server must not keep every history."""
+    from moto.stepfunctions.parser.utils import TMP_THREADS
+
+    for machine in backend.state_machines:
+        if execution in machine.executions:
+            machine.executions.remove(execution)
+    TMP_THREADS[:] = [t for t in TMP_THREADS if t.is_alive()]
+
+
+_PARSED: dict[str, Any] = {}
+_PARSE_LOCK = threading.Lock()
+
+
+def _cached_entrypoint(worker: Any) -> Any:
+    """The parsed program of a definition, parsed once and shared by every execution.
+
+    Safe to share: every component keeps per-execution state in the execution's
+    environment, except a lazily drawn ``heap_key``, which is drawn here, up front, so
+    concurrent executions never race to draw it.
+    """
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    definition = worker._evaluation_details.state_machine_details.definition
+    with _PARSE_LOCK:
+        if definition not in _PARSED:
+            program = AmazonStateLanguageParser.parse(definition)[0]
+            _draw_heap_keys(program)
+            _PARSED[definition] = program
+        return _PARSED[definition]
+
+
+def _draw_heap_keys(root: Any) -> None:
+    from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
+
+    seen: set[int] = set()
+    pending = [root]
+    while pending:
+        item = pending.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, EvalComponent):
+            _ = item.heap_key
+        if isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list | tuple | set):
+            pending.extend(item)
+        elif hasattr(item, "__dict__") and type(item).__module__.startswith("moto."):
+            pending.extend(vars(item).values())

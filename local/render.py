@@ -1,0 +1,61 @@
+"""Plain-text rendering of one outcome for `chatguard chat` and `chatguard demo`."""
+
+from __future__ import annotations
+
+import logging
+import os
+import textwrap
+from collections.abc import Iterable
+from typing import Any
+
+from .runtime import Outcome
+from .tracing import StepRecord
+
+
+def step_table(steps: Iterable[StepRecord]) -> str:
+    rows = [("state", "decision", "ms", "aws calls")]
+    total = 0.0
+    for step in steps:
+        total += step.ms
+        calls = ", ".join(f"{c.service}.{c.operation}" for c in step.calls) or "-"
+        rows.append((step.state, step.decision, f"{step.ms:.1f}", calls))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = [
+        f"  {r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}" for r in rows
+    ]
+    lines.insert(1, "  " + "-" * (sum(widths) + 4 + 2 + max(len(r[3]) for r in rows)))
+    return "\n".join(lines)
+
+
+def reply_text(outcome: Outcome) -> str:
+    body: dict[str, Any] = outcome.body
+    text = body.get("reply") or body.get("error") or ""
+    flags = [name for name in ("limited", "degraded") if body.get(name)]
+    head = f"HTTP {outcome.status}" + (f" ({', '.join(flags)})" if flags else "")
+    lines = [head, *(textwrap.wrap(str(text), width=88) or [""])]
+    sources = body.get("sources") or []
+    if sources:
+        lines.append("sources:")
+        lines.extend(f"  {s.get('page')}  ({s.get('heading')})" for s in sources)
+    return "\n".join(lines)
+
+
+def outcome_text(outcome: Outcome) -> str:
+    return f"{reply_text(outcome)}\n\n{step_table(outcome.steps)}\n  total {outcome.ms:.1f} ms"
+
+
+def quiet_logs(verbose: bool, *, keep_steps: bool = False) -> None:
+    """The steps log one JSON line per invocation; a terminal session only wants the table.
+
+    moto's own error lines (an ASL Catch at work looks like an error to it) are always
+    hidden unless `verbose`; the server keeps the steps' lines unless asked to be quiet.
+    """
+    if not verbose:
+        logging.getLogger("moto").setLevel(logging.CRITICAL)
+        logging.getLogger("botocore").setLevel(logging.CRITICAL)
+    if keep_steps and verbose:
+        logging.getLogger("moto").setLevel(logging.CRITICAL)
+        return
+    if not verbose:
+        os.environ["POWERTOOLS_LOG_LEVEL"] = "CRITICAL"
+        logging.getLogger("chatguard").setLevel(logging.CRITICAL)

@@ -1,0 +1,380 @@
+"""LocalRuntime: the whole deployed pipeline on one machine, offline.
+
+moto emulates DynamoDB, SSM, Lambda and Step Functions; the real statemachine/chat.asl.json
+runs on moto's engine and every Task calls the real ``steps.<module>.handler`` in-process.
+The three secrets are random per runtime and never printed; only the in-process edge
+(`send` with ``origin_ok=True``, the local server) knows the origin secret.
+
+The handlers read their configuration from the environment exactly as on Lambda, and moto
+patches process-wide state, so one runtime runs per process at a time.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import secrets
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from steps.lib.settings import Settings
+from steps.lib.stages import STAGES, Stage
+
+from .engine import Engine, Finished
+from .tracing import StepRecord, recorder
+from .wire import Wire
+
+REGION = "us-east-1"
+# Obviously fake: moto accepts any credentials, and nothing here may reach real AWS.
+FAKE_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "local-fake-access-key",
+    "AWS_SECRET_ACCESS_KEY": "local-fake-secret-key",
+}
+FAIL_CLOSED = {"error": "The chat is unavailable right now. Please try again later."}
+VIEWER_PORT = 50123  # the viewer's source port is not part of its identity
+_ACTIVE = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    status: int
+    body: dict[str, Any]
+    steps: tuple[StepRecord, ...]
+    request_id: str = ""
+    ms: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "body": self.body,
+                "steps": [s.as_dict() for s in self.steps]}
+
+
+@dataclass(frozen=True, slots=True)
+class LambdaContext:
+    """The attributes of Lambda's context object that handlers and Powertools read."""
+
+    function_name: str
+    aws_request_id: str
+    memory_limit_in_mb: int
+    invoked_function_arn: str
+    deadline: float
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self.deadline - time.monotonic()) * 1000))
+
+
+def viewer_address(ip: str, port: int = VIEWER_PORT) -> str:
+    """CloudFront-Viewer-Address for an IP: ``ip:port``, or ``[v6]:port`` for IPv6."""
+    if not ip:
+        return ""
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+
+
+class LocalRuntime:
+    def __init__(self, settings: Settings | None = None, *, region: str = REGION) -> None:
+        self.settings = settings or Settings(model_backend="offline")
+        self.region = region
+        self.wire = Wire()
+        self._engine = Engine(region=region, dispatch=self._dispatch)
+        self._secrets = {name: secrets.token_urlsafe(32) for name in self._secret_names()}
+        self._saved_env: dict[str, str | None] = {}
+        self._handlers: dict[str, Callable[..., Any]] = {}
+        self._calls = {"model": 0, "embedding": 0}
+        self._calls_lock = threading.Lock()
+        self._undo: list[Callable[[], None]] = []
+        self.dynamodb: Any = None
+        self.ssm: Any = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def start(self) -> LocalRuntime:
+        if not _ACTIVE.acquire(blocking=False):
+            raise RuntimeError("a LocalRuntime is already running in this process")
+        try:
+            self._engine.start()
+            self.wire.install()
+            self._apply_env(self.settings)
+            self.dynamodb = self._engine.client("dynamodb")
+            self.ssm = self._engine.client("ssm")
+            self._create_table()
+            self._seed_secrets()
+            self._count_model_calls()
+            self._warm()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        while self._undo:
+            self._undo.pop()()
+        self.wire.uninstall()
+        self._engine.stop()
+        self._restore_env()
+        _reset_caches()
+        if _ACTIVE.locked():
+            _ACTIVE.release()
+
+    def __enter__(self) -> LocalRuntime:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def reconfigure(self, **changes: Any) -> Settings:
+        """New settings for the following executions (the demo trips a ceiling this way)."""
+        self.settings = self.settings.replace(**changes)
+        self._apply_env(self.settings)
+        self._warm()
+        return self.settings
+
+    # -- the one entry point -----------------------------------------------------------
+    @property
+    def origin_secret(self) -> str:
+        """The current X-Origin-Verify value: for the in-process edge only, never printed."""
+        return self._secrets[self.settings.origin_secret_param]
+
+    def send(
+        self,
+        body: object,
+        *,
+        ip: str,
+        origin_ok: bool = True,
+        headers: Mapping[str, str] | None = None,
+    ) -> Outcome:
+        """One request as API Gateway would start it: the execution input, then the output.
+
+        ``origin_ok`` plays CloudFront adding the secret header; without it the caller's
+        own ``X-Origin-Verify`` (if any) is passed on. ``CloudFront-Viewer-Address`` in
+        ``headers`` overrides the address built from ``ip``. No other header reaches the
+        execution: the state machine input has no place for one.
+        """
+        lowered = {k.lower(): v for k, v in (headers or {}).items()}
+        origin = self.origin_secret if origin_ok else lowered.get("x-origin-verify", "")
+        request_id = str(uuid.uuid4())
+        execution_input = {
+            "requestId": request_id,
+            "body": body,
+            "originVerify": origin,
+            "viewerAddress": lowered.get("cloudfront-viewer-address") or viewer_address(ip),
+        }
+        started = time.perf_counter()
+        finished = self._engine.run(execution_input)
+        status, reply = http_reply(finished)
+        ms = (time.perf_counter() - started) * 1000
+        trace = recorder().finish(request_id, status, ms, _terminal(finished, status))
+        return Outcome(status, reply, trace.steps, request_id, ms)
+
+    # -- observation for tests, the demo and the benchmark -----------------------------
+    @property
+    def model_calls(self) -> int:
+        return self._calls["model"]
+
+    @property
+    def embedding_calls(self) -> int:
+        return self._calls["embedding"]
+
+    def ledger_items(self) -> list[dict[str, Any]]:
+        """Every item of the table, in DynamoDB's JSON (tests compare before and after)."""
+        pages = self.dynamodb.get_paginator("scan").paginate(
+            TableName=self.settings.table_name, ConsistentRead=True
+        )
+        items = [item for page in pages for item in page["Items"]]
+        return sorted(items, key=lambda i: (i["pk"]["S"], i["sk"]["S"]))
+
+    # -- internals ---------------------------------------------------------------------
+    def _dispatch(self, stage: Stage, event: dict[str, Any], function_name: str) -> Any:
+        handler = self._handler(stage)
+        context = LambdaContext(
+            function_name=function_name,
+            aws_request_id=str(uuid.uuid4()),
+            memory_limit_in_mb=stage.memory_mb,
+            invoked_function_arn=f"arn:aws:lambda:{self.region}:123456789012:function:{function_name}",
+            deadline=time.monotonic() + stage.timeout_seconds,
+        )
+        request_id = str(event.get("requestId", "")) if isinstance(event, dict) else ""
+        with recorder().step(request_id, stage.state) as step:
+            try:
+                result = handler(event, context)
+            except Exception as exc:
+                step.decision = f"error: {type(exc).__name__}"
+                raise
+            step.decision = decision_of(stage.state, result)
+        return result
+
+    def _handler(self, stage: Stage) -> Callable[..., Any]:
+        if stage.module not in self._handlers:
+            self._handlers[stage.module] = importlib.import_module(stage.module).handler
+        return self._handlers[stage.module]
+
+    def _secret_names(self) -> tuple[str, ...]:
+        s = self.settings
+        return (s.origin_secret_param, s.salt_param, s.signing_key_param)
+
+    def _apply_env(self, settings: Settings) -> None:
+        values = {
+            **settings.to_env(),
+            **FAKE_CREDENTIALS,
+            "AWS_DEFAULT_REGION": self.region,
+            "AWS_REGION": self.region,
+            "POWERTOOLS_SERVICE_NAME": "chatguard",
+            "POWERTOOLS_METRICS_NAMESPACE": "chatguard-local",
+        }
+        for key, value in values.items():
+            self._saved_env.setdefault(key, os.environ.get(key))
+            os.environ[key] = value
+        _reset_caches()
+
+    def _restore_env(self) -> None:
+        for key, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        self._saved_env.clear()
+
+    def _create_table(self) -> None:
+        name = self.settings.table_name
+        self.dynamodb.create_table(
+            TableName=name,
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        self.dynamodb.update_time_to_live(
+            TableName=name,
+            TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiresAt"},
+        )
+
+    def _seed_secrets(self) -> None:
+        # Rotated two days ago with no previous value: every secret's `current` applies.
+        rotated_at = int(time.time()) - 2 * 86400
+        for name, value in self._secrets.items():
+            document = json.dumps({"current": value, "previous": None, "rotated_at": rotated_at})
+            self.ssm.put_parameter(Name=name, Value=document, Type="SecureString")
+
+    def _count_model_calls(self) -> None:
+        """Wrap the two model seams so tests can assert how many billable calls ran."""
+        from steps.lib import models
+
+        for seam, counter in (("responder", "model"), ("query_embedder", "embedding")):
+            original = getattr(models, seam)
+            setattr(models, seam, _counting(original, counter, self._bump))
+            self._undo.append(lambda seam=seam, original=original: setattr(models, seam, original))
+
+    def _bump(self, counter: str) -> None:
+        with self._calls_lock:
+            self._calls[counter] += 1
+
+    def _warm(self) -> None:
+        """Import every handler and build the shared clients once, on this thread.
+
+        Lambda runs one request per container; here many executions share one process,
+        and boto3's default session is not safe to build clients from on many threads.
+        """
+        for stage in STAGES:
+            try:
+                self._handler(stage)
+            except ImportError:
+                pass  # a missing handler fails its executions closed, as on Lambda
+        try:
+            from steps.lib import clients
+
+            clients.dynamodb()
+            clients.ssm()
+        except ImportError:
+            pass
+
+
+_METHODS = {"model": "converse", "embedding": "embed_query"}
+
+
+def _counting(factory: Callable[..., Any], counter: str, bump: Callable[[str], None]) -> Any:
+    def make(*args: Any, **kwargs: Any) -> Any:
+        return _Counted(factory(*args, **kwargs), _METHODS[counter], lambda: bump(counter))
+
+    return make
+
+
+class _Counted:
+    """Proxy that counts calls of one method of a responder or query embedder."""
+
+    def __init__(self, inner: Any, method: str, bump: Callable[[], None]) -> None:
+        self._inner, self._method, self._bump = inner, method, bump
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if name != self._method:
+            return attr
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self._bump()  # counted before the call: an attempt that fails still counts
+            return attr(*args, **kwargs)
+
+        return counted
+
+
+def http_reply(finished: Finished) -> tuple[int, dict[str, Any]]:
+    """The HTTP status and body API Gateway's integration response would produce.
+
+    StartSyncExecution answers 200 even when the execution failed, so the status comes
+    from the output; anything unexpected is a fail-closed 503, never a 500.
+    """
+    output = finished.output
+    if finished.status != "SUCCEEDED" or not isinstance(output, dict):
+        return 503, dict(FAIL_CLOSED)
+    status, body = output.get("statusCode"), output.get("body")
+    if not isinstance(status, int) or not isinstance(body, dict):
+        return 503, dict(FAIL_CLOSED)
+    return status, body
+
+
+_PATH_DECISIONS = {"Retrieve": "retrieved", "Invoke": "answered", "Degraded": "degraded"}
+
+
+def decision_of(state: str, result: Any) -> str:
+    """A step's decision, read from what it returned (the ASL's Choice states read the same)."""
+    if isinstance(result, dict):
+        for key in ("decision", "status"):
+            if isinstance(result.get(key), str):
+                return str(result[key])
+    return _PATH_DECISIONS.get(state, "ok")
+
+
+_TASKS = frozenset(stage.state for stage in STAGES)
+
+
+def _terminal(finished: Finished, status: int) -> tuple[StepRecord, ...]:
+    """The state that shaped the reply when it is not a Task (FailClosed, Answer, ...)."""
+    if finished.states and finished.states[-1] not in _TASKS:
+        return (StepRecord(finished.states[-1], str(status), 0.0),)
+    return ()
+
+
+def _reset_caches() -> None:
+    try:
+        from steps.lib import caches
+
+        caches.reset_all()
+        return
+    except ImportError:
+        pass
+    from steps.lib import settings as settings_module
+
+    settings_module.settings.cache_clear()
+    try:
+        from steps.lib import clients, secrets as secret_cache
+
+        clients.cache_clear()
+        secret_cache.cache_clear()
+    except ImportError:
+        pass

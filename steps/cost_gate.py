@@ -1,0 +1,52 @@
+"""S3 CostGate: reserve the worst case of this message on day, month and visitor, or refuse.
+
+One DynamoDB transaction does both the operator-mode check and the reservation; only a
+refused mode check costs a second read (to tell degraded from off).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from steps.lib import clients, ledger, observability, pricing
+from steps.lib.settings import settings
+
+OFF = "The chat is switched off for now. Everything it knows is on this site's pages."
+
+
+@observability.instrumented("CostGate")
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    s, now, db = settings(), time.time(), clients.dynamodb()
+    ceilings = ledger.Ceilings(
+        s.daily_ceiling_micros, s.monthly_ceiling_micros, s.visitor_ceiling_micros
+    )
+    micros = pricing.reserve_micros(s)
+    outcome = ledger.reserve(
+        db, s.table_name, request_id=event["requestId"], visitor=event["visitor"],
+        day=event["day"], micros=micros, ceilings=ceilings, now=now,
+    )  # fmt: skip
+    if isinstance(outcome, ledger.Reservation):
+        observability.decision("reserved", visitor=outcome.visitor, reserved_micros=micros)
+        return {"decision": "reserved", "reservation": _wire(outcome)}
+    if outcome.reason == "mode" and ledger.read_mode(db, s.table_name, now=now) == "off":
+        observability.decision("off")
+        return {
+            "decision": "off",
+            "response": {
+                "statusCode": 200,
+                "body": {"reply": OFF, "degraded": True, "sources": []},
+            },
+        }
+    observability.decision("degraded", reason=outcome.reason, visitor=event["visitor"])
+    return {"decision": "degraded", "reason": outcome.reason}
+
+
+def _wire(r: ledger.Reservation) -> dict[str, Any]:
+    return {
+        "id": r.id,
+        "reservedMicros": r.reserved_micros,
+        "day": r.day,
+        "month": r.month,
+        "visitor": r.visitor,
+    }

@@ -1,0 +1,33 @@
+"""S7 Degraded: a budget tripped (or the operator chose so): the closest section of the site,
+verbatim, with its source. Lexical match only: no embedding, no model, zero cost.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from steps.lib import observability
+from steps.lib.settings import settings
+
+FRAMING = "Reduced service: here is the closest section of this site."
+NOTHING = (
+    "Reduced service: the assistant is resting, and nothing on this site matches that "
+    "question closely. The site's pages are still there to browse."
+)
+
+
+@observability.instrumented("Degraded")
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    from steps.lib import knowledge, retrieval  # numpy: only the retrieval steps pay for it
+
+    s, request = settings(), event["request"]
+    kb = knowledge.load_knowledge(s.knowledge_dir)
+    chunk = retrieval.degraded_answer(
+        kb, retrieval.query_text(request["message"], request.get("history") or [])
+    )
+    observability.decision("degraded", reason=event.get("reason"), matched=chunk is not None)
+    if chunk is None:
+        return {"statusCode": 200, "body": {"reply": NOTHING, "degraded": True, "sources": []}}
+    reply = f"{FRAMING}\n\n{chunk.heading} ({chunk.page})\n\n{chunk.text}"
+    sources = [{"page": chunk.page, "heading": chunk.heading}]
+    return {"statusCode": 200, "body": {"reply": reply, "degraded": True, "sources": sources}}

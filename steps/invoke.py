@@ -1,0 +1,35 @@
+"""S5 Invoke: the one billable call. Never retried; any failure leaves the reservation
+standing (over-counts, never under-counts). The only step that reads the signing key.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from steps.lib import models, observability, prompt, secrets, signing
+from steps.lib.settings import settings
+
+
+@observability.instrumented("Invoke")
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    s, request = settings(), event["request"]
+    key = secrets.get_secret(s.signing_key_param, s)
+    keys = secrets.accepted_values(key, time.time(), s.secret_grace_seconds)
+    built = prompt.build_prompt(
+        s, request["message"], request.get("history") or [], event.get("grounding") or [], keys
+    )
+    reply = models.responder(s).converse(
+        system=built.system, messages=built.messages, guard_text=built.guard_text
+    )
+    usage = models.usage_of(reply)
+    observability.decision(
+        "answered", stop_reason=reply.stop_reason, dropped_turns=built.dropped_turns, **usage
+    )
+    return {
+        "reply": reply.text,
+        "sig": signing.sign(reply.text, key.current),
+        "usage": usage,
+        "guardrailTextUnits": reply.guardrail_text_units,
+        "stopReason": reply.stop_reason,
+    }

@@ -1,0 +1,127 @@
+"""Bedrock adapters: Converse for the answer, Titan Text Embeddings V2 for the query.
+
+The Converse client has explicit timeouts and no retries (clients.py): one reservation pays
+for one call. Every failure (timeout, throttling, 5xx, a reply without output or usage)
+becomes ModelError, which the state machine answers with a 503 while the reservation
+stands. Titan failures become EmbeddingError (S4, so the state machine fails closed).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .errors import EmbeddingError, ModelError
+from .models import ModelReply
+from .prompt import cache_point_worthwhile
+from .settings import Settings
+
+if TYPE_CHECKING:
+    import numpy as np
+
+_USAGE = ("inputTokens", "outputTokens", "cacheReadInputTokens", "cacheWriteInputTokens")
+
+
+class BedrockResponder:
+    def __init__(self, s: Settings, client: Any) -> None:
+        self._settings = s
+        self._client = client
+
+    def converse(
+        self, *, system: str, messages: list[dict[str, Any]], guard_text: str | None
+    ) -> ModelReply:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            response = self._client.converse(**self.request(system, messages))
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "ClientError")
+            raise ModelError(f"Converse failed: {code}") from exc
+        except BotoCoreError as exc:  # ReadTimeoutError, ConnectTimeoutError, endpoint errors
+            raise ModelError(f"Converse failed: {type(exc).__name__}") from exc
+        return parse_converse(response)
+
+    def request(self, system: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        s = self._settings
+        blocks: list[dict[str, Any]] = [{"text": system}]
+        if cache_point_worthwhile(system):
+            blocks.append({"cachePoint": {"type": "default"}})
+        request: dict[str, Any] = {
+            "modelId": s.model_id,
+            "system": blocks,
+            "messages": messages,
+            "inferenceConfig": {"maxTokens": s.max_output_tokens},
+        }
+        if s.guardrail_id:
+            request["guardrailConfig"] = {
+                "guardrailIdentifier": s.guardrail_id,
+                "guardrailVersion": s.guardrail_version or "DRAFT",
+                "trace": "enabled",  # the trace carries the billed text units
+            }
+        return request
+
+
+def parse_converse(response: Mapping[str, Any]) -> ModelReply:
+    try:
+        content = response["output"]["message"]["content"]
+        text = "".join(block["text"] for block in content if "text" in block)
+        usage = {key: _count(response["usage"].get(key, 0)) for key in _USAGE}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelError("Converse returned a malformed response (no output or usage)") from exc
+    if not text and response.get("stopReason") != "guardrail_intervened":
+        raise ModelError("Converse returned no text")
+    return ModelReply(text, usage, str(response.get("stopReason", "")), guardrail_units(response))
+
+
+def guardrail_units(response: Mapping[str, Any]) -> int:
+    """Billed guardrail text units: every policy's units over input and output assessments."""
+    trace = (response.get("trace") or {}).get("guardrail") or {}
+    assessments = list((trace.get("inputAssessment") or {}).values())
+    for outputs in (trace.get("outputAssessments") or {}).values():
+        assessments += outputs
+    total = 0
+    for assessment in assessments:
+        usage = (assessment.get("invocationMetrics") or {}).get("usage") or {}
+        total += sum(v for k, v in usage.items() if k.endswith("Units") and isinstance(v, int))
+    return total
+
+
+def _count(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"bad token count {value!r}")
+    return value
+
+
+class TitanEmbedder:
+    def __init__(self, s: Settings, client: Any) -> None:
+        from .knowledge import bedrock_embedder_id
+
+        self._settings = s
+        self._client = client
+        self.id: str = bedrock_embedder_id(s.embedding_model_id, s.embedding_dimensions)
+
+    def embed_query(self, text: str) -> tuple[np.ndarray, int]:
+        import numpy as np
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        body = {
+            "inputText": text,
+            "dimensions": self._settings.embedding_dimensions,
+            "normalize": True,
+        }
+        try:
+            response = self._client.invoke_model(
+                modelId=self._settings.embedding_model_id,
+                body=json.dumps(body),
+                contentType="application/json",
+                accept="application/json",
+            )
+            payload = json.loads(response["body"].read())
+            vector = np.asarray(payload["embedding"], dtype=np.float32)
+            count = _count(payload["inputTextTokenCount"])
+        except (ClientError, BotoCoreError) as exc:
+            raise EmbeddingError(f"Titan embedding failed: {type(exc).__name__}") from exc
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EmbeddingError("Titan returned a malformed embedding response") from exc
+        return vector, count

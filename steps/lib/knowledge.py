@@ -1,0 +1,263 @@
+"""The bundled knowledge artifact: its format, and loading it once per container.
+
+Two files in one directory, written by `chatguard index` (indexer/artifact.py):
+
+- ``embeddings.npy``: the n x d embedding matrix (float16 on disk, see docs/knowledge.md
+  for the measurement behind that choice), rows in chunk order, each L2-normalised;
+- ``knowledge.json``: schema version, embedder id and dimensions, the chunks (page,
+  heading trail, text, token count, content hash), the lexical statistics (vocabulary
+  and each chunk's term ids), the SHA-256 of the matrix file, and as its last key a
+  checksum of everything before it.
+
+The runtime refuses an artifact whose schema, checksum, shape or embedder does not
+match, with a KnowledgeError saying which: the retrieval steps then fail closed.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import io
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import KnowledgeError
+from .tokens import TERMS_VERSION, terms
+
+SCHEMA_VERSION = 1
+METADATA_FILE = "knowledge.json"
+MATRIX_FILE = "embeddings.npy"
+_SEAL_HEAD = b',"checksum":"'
+_SEAL_TAIL = b'"}'
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    id: str
+    page: str
+    heading: str  # the heading trail, e.g. "Rate limiting > Windows"
+    text: str
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Knowledge:
+    chunks: tuple[Chunk, ...]
+    matrix: np.ndarray  # n x d float32, rows L2-normalised
+    embedder: str
+    dimensions: int
+    vocabulary: Mapping[str, int]  # term -> term id
+    idf: np.ndarray  # float32 per term id
+    postings_ptr: np.ndarray  # CSR by term: chunks of term t = postings[ptr[t]:ptr[t+1]]
+    postings: np.ndarray
+    pages: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+
+    def page_chunks(self, page: str | None) -> tuple[int, ...]:
+        """Indexes of the chunks of one page (document order); empty for unknown pages."""
+        return self.pages.get(normalise_page(page), ()) if page else ()
+
+
+def bedrock_embedder_id(model_id: str, dimensions: int) -> str:
+    """The embedder id of a Bedrock embedding model (indexer and query side agree on it)."""
+    return f"bedrock:{model_id}:{dimensions}"
+
+
+def normalise_page(page: str) -> str:
+    """'/posts/waf/?x#y' -> '/posts/waf': the form the indexer derives from file paths."""
+    path = page.split("#", 1)[0].split("?", 1)[0].strip() or "/"
+    path = "/" + path.strip("/")
+    for suffix in ("/index.html", "/index.htm", ".html", ".htm", "/index"):
+        if path.endswith(suffix):
+            path = path[: -len(suffix)] or "/"
+    return path
+
+
+def chunk_document(chunk: Chunk) -> str:
+    """What gets embedded and counted for lexical overlap: the heading trail + text."""
+    return f"{chunk.heading}\n{chunk.text}"
+
+
+def idf_weights(document_frequency: np.ndarray, n_chunks: int) -> np.ndarray:
+    """BM25's IDF: always > 0, near 0 for a term in every chunk, high for rare terms."""
+    df = document_frequency.astype(np.float64)
+    return np.log1p((n_chunks - df + 0.5) / (df + 0.5)).astype(np.float32)
+
+
+def lexical_stats(documents: Sequence[str]) -> dict[str, Any]:
+    """The lexical statistics as stored in knowledge.json.
+
+    `terms` is the vocabulary (term id = position); each chunk's distinct term ids are
+    stored flat as little-endian int32 in base64 (`chunk_terms`, with `chunk_lengths`
+    saying how many belong to each chunk): JSON lists of small integers took half of the
+    load time, and document frequencies are recomputed from them in one bincount.
+    """
+    vocabulary: dict[str, int] = {}
+    chunk_terms: list[list[int]] = []
+    for document in documents:
+        ids = {vocabulary.setdefault(t, len(vocabulary)) for t in terms(document)}
+        chunk_terms.append(sorted(ids))
+    flat = [term_id for ids in chunk_terms for term_id in ids]
+    return {
+        "terms_version": TERMS_VERSION,
+        "terms": list(vocabulary),
+        "chunk_terms": _pack(flat),
+        "chunk_lengths": _pack([len(ids) for ids in chunk_terms]),
+    }
+
+
+def _pack(values: Sequence[int]) -> str:
+    return base64.b64encode(np.asarray(values, dtype="<i4").tobytes()).decode("ascii")
+
+
+def _unpack(text: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(text, validate=True), dtype="<i4").astype(np.int64)
+
+
+def seal(metadata: Mapping[str, Any]) -> bytes:
+    """The bytes of knowledge.json: compact JSON whose LAST key is its own SHA-256.
+
+    The checksum covers the exact bytes before it, so verifying costs one hash over the
+    file instead of a re-serialisation of everything (a third of the load time otherwise).
+    """
+    body = {k: v for k, v in metadata.items() if k != "checksum"}
+    raw = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    digest = hashlib.sha256(raw).hexdigest().encode("ascii")
+    return raw[:-1] + _SEAL_HEAD + digest + _SEAL_TAIL
+
+
+def sealed(raw: bytes) -> bool:
+    """True when `raw` ends with the checksum `seal` wrote and the bytes still match it."""
+    size = len(_SEAL_HEAD) + 64 + len(_SEAL_TAIL)
+    if (
+        len(raw) <= size
+        or not raw.endswith(_SEAL_TAIL)
+        or raw[-size:][: len(_SEAL_HEAD)] != _SEAL_HEAD
+    ):
+        return False
+    digest = hashlib.sha256(raw[:-size] + b"}").hexdigest().encode("ascii")
+    return hmac.compare_digest(digest, raw[-64 - len(_SEAL_TAIL) : -len(_SEAL_TAIL)])
+
+
+def build_knowledge(
+    chunks: Sequence[Chunk], matrix: np.ndarray, embedder: str, lexical: Mapping[str, Any]
+) -> Knowledge:
+    """Assemble the in-memory index (also used by tests and the benchmark)."""
+    n = len(chunks)
+    if matrix.ndim != 2 or matrix.shape[0] != n:
+        raise KnowledgeError(f"matrix shape {matrix.shape} does not match {n} chunks")
+    term_list: list[str] = list(lexical["terms"])
+    try:
+        flat, lengths = _unpack(lexical["chunk_terms"]), _unpack(lexical["chunk_lengths"])
+    except (KeyError, ValueError, TypeError) as exc:
+        raise KnowledgeError(f"lexical statistics are unreadable: {exc}") from exc
+    if (
+        lengths.shape[0] != n
+        or int(lengths.sum()) != flat.shape[0]
+        or (flat.size and not 0 <= int(flat.min()) <= int(flat.max()) < len(term_list))
+    ):
+        raise KnowledgeError("lexical statistics do not match the chunks")
+    postings_ptr, postings = _postings(flat, lengths, len(term_list))
+    pages: dict[str, list[int]] = {}
+    for index, chunk in enumerate(chunks):
+        pages.setdefault(chunk.page, []).append(index)
+    return Knowledge(
+        chunks=tuple(chunks),
+        matrix=np.ascontiguousarray(matrix, dtype=np.float32),
+        embedder=embedder,
+        dimensions=int(matrix.shape[1]),
+        vocabulary=dict(zip(term_list, range(len(term_list)), strict=True)),
+        idf=idf_weights(np.diff(postings_ptr), n),
+        postings_ptr=postings_ptr,
+        postings=postings,
+        pages={page: tuple(indexes) for page, indexes in pages.items()},
+    )
+
+
+@cache
+def load_knowledge(directory: Path, *, embedder: str | None = None) -> Knowledge:
+    """Load and verify the artifact once per (directory, embedder) per process.
+
+    Failures are not cached (functools.cache does not store exceptions), so a container
+    that hit a bad artifact retries on the next request instead of serving stale state.
+    """
+    metadata = _read_metadata(Path(directory))
+    if embedder is not None and metadata["embedder"]["id"] != embedder:
+        raise KnowledgeError(
+            f"knowledge artifact was built with embedder {metadata['embedder']['id']!r}, "
+            f"but this runtime embeds queries with {embedder!r}: rebuild the index"
+        )
+    matrix = _read_matrix(Path(directory), metadata)
+    chunks = [
+        Chunk(c["id"], c["page"], c["heading"], c["text"], c["tokens"]) for c in metadata["chunks"]
+    ]
+    return build_knowledge(chunks, matrix, metadata["embedder"]["id"], metadata["lexical"])
+
+
+def _read_metadata(directory: Path) -> dict[str, Any]:
+    path = directory / METADATA_FILE
+    try:
+        raw = path.read_bytes()
+        metadata = json.loads(raw)
+    except FileNotFoundError:
+        raise KnowledgeError(
+            f"no knowledge artifact at {path.name} in {directory.name}/: "
+            "run `chatguard index SITE_DIR`"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise KnowledgeError(f"{METADATA_FILE} is unreadable: {exc}") from exc
+    if not isinstance(metadata, dict):
+        raise KnowledgeError(f"{METADATA_FILE} is not a JSON object")
+    if metadata.get("schema") != SCHEMA_VERSION:
+        raise KnowledgeError(
+            f"{METADATA_FILE} has schema {metadata.get('schema')!r}, this runtime reads "
+            f"schema {SCHEMA_VERSION}: rebuild the index"
+        )
+    if not sealed(raw):
+        raise KnowledgeError(f"{METADATA_FILE} checksum mismatch: the file is corrupted")
+    if metadata["lexical"].get("terms_version") != TERMS_VERSION:
+        raise KnowledgeError(
+            f"{METADATA_FILE} was tokenised with terms version "
+            f"{metadata['lexical'].get('terms_version')!r}, this runtime uses "
+            f"{TERMS_VERSION}: rebuild the index"
+        )
+    return metadata
+
+
+def _read_matrix(directory: Path, metadata: Mapping[str, Any]) -> np.ndarray:
+    spec = metadata["matrix"]
+    try:
+        raw = (directory / MATRIX_FILE).read_bytes()
+    except OSError as exc:
+        raise KnowledgeError(f"{MATRIX_FILE} is unreadable: {exc}") from exc
+    if hashlib.sha256(raw).hexdigest() != spec["sha256"]:
+        raise KnowledgeError(f"{MATRIX_FILE} checksum mismatch: corrupted or from another build")
+    try:
+        matrix = np.load(io.BytesIO(raw), allow_pickle=False)
+    except ValueError as exc:
+        raise KnowledgeError(f"{MATRIX_FILE} is not a valid .npy file: {exc}") from exc
+    expected = (len(metadata["chunks"]), int(metadata["embedder"]["dimensions"]))
+    if matrix.shape != expected or matrix.dtype not in (np.float16, np.float32):
+        raise KnowledgeError(f"{MATRIX_FILE} is {matrix.dtype} {matrix.shape}, expected {expected}")
+    # Ranking runs in float32: numpy has no fast float16 matrix product.
+    return np.asarray(matrix, dtype=np.float32)
+
+
+def _postings(flat: np.ndarray, lengths: np.ndarray, n_terms: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR by term (which chunks hold each term), from each chunk's flat term ids."""
+    owners = np.repeat(np.arange(lengths.shape[0], dtype=np.int32), lengths)
+    order = np.argsort(flat, kind="stable")  # stable: chunks stay ascending within a term
+    ptr = np.zeros(n_terms + 1, dtype=np.int64)
+    np.cumsum(np.bincount(flat, minlength=n_terms), out=ptr[1:])
+    return ptr, owners[order]
+
+
+def content_hash(text: str) -> str:
+    """Short content hash for a chunk (also the Titan cache key's text part)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]

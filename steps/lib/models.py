@@ -1,0 +1,64 @@
+"""The two model seams: who answers, and who embeds the query.
+
+``responder(settings)`` and ``query_embedder(settings)`` are the only places that choose
+between Bedrock and the offline stand-ins, so tests and the local runtime patch exactly
+these two functions. Handlers call them through the module (``models.responder(s)``) so a
+patch is seen. numpy is only touched by query embedders, which only S4 uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .settings import Settings
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReply:
+    text: str
+    # Converse's usage keys: inputTokens, outputTokens, cacheReadInputTokens, cacheWriteInputTokens
+    usage: dict[str, int] = field(default_factory=dict)
+    stop_reason: str = "end_turn"
+    guardrail_text_units: int = 0
+
+
+class Responder(Protocol):
+    def converse(
+        self, *, system: str, messages: list[dict[str, Any]], guard_text: str | None
+    ) -> ModelReply: ...
+
+
+class QueryEmbedder(Protocol):
+    id: str
+
+    def embed_query(self, text: str) -> tuple[np.ndarray, int]: ...
+
+
+def responder(s: Settings) -> Responder:
+    if s.model_backend == "offline":
+        from .offline import ExtractiveResponder
+
+        return ExtractiveResponder(s)
+    from . import bedrock, clients
+
+    return bedrock.BedrockResponder(s, clients.bedrock_runtime())
+
+
+def query_embedder(s: Settings) -> QueryEmbedder:
+    if s.model_backend == "offline":
+        from .offline import HashingQueryEmbedder
+
+        return HashingQueryEmbedder(s)
+    from . import bedrock, clients
+
+    return bedrock.TitanEmbedder(s, clients.bedrock_runtime())
+
+
+def usage_of(reply: ModelReply) -> dict[str, int]:
+    """The four Converse usage counters, zero-filled (the shape S5 returns and S6 prices)."""
+    keys = ("inputTokens", "outputTokens", "cacheReadInputTokens", "cacheWriteInputTokens")
+    return {key: int(reply.usage.get(key, 0)) for key in keys}

@@ -1,0 +1,48 @@
+"""S1 OriginVerify: only CloudFront knows the origin secret; then the body's shape.
+
+The header is compared in constant time with the current secret and, during a rotation's
+grace period, the previous one. An empty header is refused before any SSM read.
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+from typing import Any
+
+from steps.lib import contract, observability, secrets
+from steps.lib.errors import BadRequest
+from steps.lib.settings import settings
+
+FORBIDDEN = "Forbidden: this endpoint only accepts requests through the site."
+
+
+@observability.instrumented("OriginVerify")
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    s = settings()
+    if not _origin_ok(event.get("originVerify"), s):
+        observability.decision("forbidden")
+        return {
+            "decision": "forbidden",
+            "response": {"statusCode": 403, "body": {"error": FORBIDDEN}},
+        }
+    try:
+        request = contract.validate_request(event.get("body"), s)
+    except BadRequest as exc:
+        observability.decision("bad_request", reason=str(exc))
+        return {
+            "decision": "bad_request",
+            "response": {"statusCode": 400, "body": {"error": str(exc)}},
+        }
+    observability.decision("allowed")
+    return {"decision": "allowed", "request": request}
+
+
+def _origin_ok(header: object, s: Any) -> bool:
+    if not isinstance(header, str) or not header or not header.isascii():
+        return False
+    secret = secrets.get_secret(s.origin_secret_param, s)
+    accepted = secrets.accepted_values(secret, time.time(), s.secret_grace_seconds)
+    # Compare with every accepted value (no short-circuit), each in constant time.
+    matches = [hmac.compare_digest(header.encode(), value.encode()) for value in accepted]
+    return any(matches)

@@ -1,0 +1,35 @@
+"""S6 Reconcile: settle the reservation to what the message actually cost, at most once."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from steps.lib import clients, ledger, observability, pricing
+from steps.lib.settings import settings
+
+
+@observability.instrumented("Reconcile")
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    s, r = settings(), event["reservation"]
+    reservation = ledger.Reservation(
+        r["id"], int(r["reservedMicros"]), r["day"], r["month"], r["visitor"]
+    )
+    actual = pricing.actual_micros(
+        s,
+        event["usage"],
+        int(event.get("embeddingTokens") or 0),
+        int(event.get("guardrailTextUnits") or 0),
+    )
+    settled = ledger.reconcile(
+        clients.dynamodb(), s.table_name, reservation, actual_micros=actual, now=time.time()
+    )
+    observability.decision(
+        settled.status, visitor=reservation.visitor, cost_micros=actual,
+        reserved_micros=reservation.reserved_micros, released_micros=settled.released_micros,
+    )  # fmt: skip
+    return {
+        "actualMicros": actual,
+        "releasedMicros": settled.released_micros,
+        "status": settled.status,
+    }

@@ -1,0 +1,250 @@
+"""The widget's own behaviour, with /chat answered by Playwright (page.route).
+
+The page, the widget's JS and CSS come from the real `chatguard serve`; only the chat
+replies are crafted here, to reach the states the real pipeline gives rarely or never on
+demand (each HTTP error, a network failure, a timeout, a reply carrying markup).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from playwright.sync_api import BrowserContext, Page, Route, expect
+
+from .conftest import screenshot
+from .widget import Widget
+
+pytestmark = pytest.mark.browser
+
+XSS = '<img src=x onerror="window.__pwned = 1">'
+
+
+def fulfil(status: int, body: Any) -> Any:
+    def handler(route: Route) -> None:
+        text = body if isinstance(body, str) else json.dumps(body)
+        route.fulfill(status=status, content_type="application/json", body=text)
+
+    return handler
+
+
+REFUSALS = [
+    ("http400", 400, {"error": "history[0].role is wrong"}, "could not be sent as written"),
+    ("http403", 403, {"error": "origin rejected"}, "not accepting messages from your connection"),
+    ("http429", 429, {"error": "stage throttled"}, "busy right now"),
+    ("http503", 503, {"error": "fail closed: ssm down"}, "unavailable at the moment"),
+    ("unexpected", 200, "<html>a proxy's error page</html>", "Something went wrong"),
+]
+
+
+def test_every_failure_has_its_own_friendly_message(page: Page, chat_server: str) -> None:
+    page.goto(chat_server + "/")
+    widget = Widget(page).open()
+    notices: dict[str, str] = {}
+    for state, status, body, expected in REFUSALS:
+        page.route("**/chat", fulfil(status, body))
+        reply = widget.ask("How do rate rules work?")
+        page.unroute("**/chat")
+        expect(reply).to_have_class(f"msg assistant {state}")
+        expect(reply.locator(".notice")).to_contain_text(expected)
+        # The server's error text is for developers: the visitor sees the friendly line only.
+        expect(reply).not_to_contain_text(body["error"] if isinstance(body, dict) else "proxy")
+        # The message comes back into the input, so trying again needs no retyping.
+        expect(widget.input).to_have_value("How do rate rules work?")
+        notices[state] = reply.locator(".notice").inner_text()
+        screenshot(page, state)
+
+    page.route("**/chat", lambda route: route.abort("connectionrefused"))
+    network = widget.ask("first try")
+    page.unroute("**/chat")
+    expect(network).to_have_class("msg assistant network")
+    notices["network"] = network.locator(".notice").inner_text()
+    screenshot(page, "network")
+
+    held: list[Route] = []
+    page.route("**/chat", lambda route: held.append(route))  # never answered
+    widget.host.evaluate("el => el.setAttribute('timeout', '0.5')")
+    timeout = widget.ask("second try")
+    expect(timeout).to_have_class("msg assistant timeout")
+    expect(widget.send_button).to_be_enabled()
+    notices["timeout"] = timeout.locator(".notice").inner_text()
+    screenshot(page, "timeout")
+
+    assert len(set(notices.values())) == len(notices) == 7, notices
+    assert "took too long" in notices["timeout"] and "reach the chat" in notices["network"]
+
+
+def test_sending_is_disabled_while_a_request_is_in_flight(page: Page, chat_server: str) -> None:
+    held: list[Route] = []
+    page.route("**/chat", lambda route: held.append(route))
+    page.goto(chat_server + "/")
+    widget = Widget(page).open()
+    widget.input.fill("one")
+    widget.input.press("Enter")
+    expect(widget.send_button).to_be_disabled()
+    expect(widget.host.get_by_role("status")).to_contain_text("Waiting for the answer")
+    widget.input.fill("two")
+    widget.input.press("Enter")
+    widget.send_button.click(force=True)
+    page.wait_for_timeout(200)
+    assert len(held) == 1, "a second request left while the first was in flight"
+    fulfil(200, {"reply": "answer one", "sources": [], "sig": "s1"})(held[0])
+    expect(widget.replies).to_have_count(1)
+    expect(widget.send_button).to_be_enabled()
+    expect(widget.input).to_have_value("two")
+
+
+def test_history_sent_back_is_bounded_and_carries_each_signature(
+    page: Page, chat_server: str
+) -> None:
+    answers = iter(range(1, 100))
+
+    def answer(route: Route) -> None:
+        n = next(answers)
+        fulfil(200, {"reply": f"answer {n}", "sources": [], "sig": f"sig-{n}"})(route)
+
+    page.route("**/chat", answer)
+    page.goto(chat_server + "/posts/waf-rate-limiting")
+    widget = Widget(page).open()
+    bodies = [widget.ask_and_capture(f"question {i}")[1] for i in range(1, 6)]
+
+    assert bodies[0] == {"message": "question 1", "history": [], "page": "/posts/waf-rate-limiting"}
+    last = bodies[-1]["history"]
+    assert len(last) == 6, "history is the last three exchanges, six turns"
+    assert last[0] == {"role": "user", "content": "question 2"}
+    assert last[-1] == {"role": "assistant", "content": "answer 4", "sig": "sig-4"}
+    assert all(t["sig"] == "sig-" + t["content"].split()[-1] for t in last[1::2])
+
+
+def test_unsigned_replies_are_not_sent_back_as_history(page: Page, chat_server: str) -> None:
+    replies = iter([
+        {"reply": "closest section", "degraded": True, "sources": []},
+        {"reply": "limit reached", "limited": True},
+        {"reply": "signed", "sources": [], "sig": "good"},
+        {"reply": "next", "sources": [], "sig": "next"},
+    ])  # fmt: skip
+    page.route("**/chat", lambda route: fulfil(200, next(replies))(route))
+    page.goto(chat_server + "/")
+    widget = Widget(page).open()
+    for text in ("a", "b", "c"):
+        widget.ask(text)
+    _, body = widget.ask_and_capture("d")
+    assert body["history"] == [
+        {"role": "user", "content": "c"},
+        {"role": "assistant", "content": "signed", "sig": "good"},
+    ]
+
+
+def test_markup_in_a_reply_renders_as_text_and_runs_nothing(
+    browser_context_without_csp: BrowserContext, chat_server: str
+) -> None:
+    page = browser_context_without_csp.new_page()
+    crafted = {
+        "reply": "Here you go " + XSS,
+        "sources": [
+            {"page": "javascript:window.__pwned=2", "heading": XSS},
+            {"page": "/posts/waf", "heading": "Firewalls > Rate rules <b>bold</b>"},
+        ],
+        "sig": "x",
+    }
+    page.route("**/chat", fulfil(200, crafted))
+    page.goto(chat_server + "/")
+    widget = Widget(page).open()
+    reply = widget.ask(XSS)
+
+    expect(reply.locator(".text")).to_have_text("Here you go " + XSS)
+    expect(widget.questions.first).to_have_text("You said: " + XSS)
+    assert widget.host.locator("img, b, script").count() == 0
+    links = reply.locator("a")
+    expect(links).to_have_count(2)  # the javascript: source is shown as plain text
+    expect(links.first).to_have_attribute("href", "/posts/waf")
+    expect(links.last).to_have_attribute("href", "/posts/waf#rate-rules-b-bold-b")
+    expect(links.last).to_have_text("Rate rules <b>bold</b>")
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.__pwned") is None
+    screenshot(page, "markup-as-text")
+
+    # The same harness catches the naive rendering: innerHTML with the same reply runs it.
+    page.evaluate("t => { const d = document.createElement('div'); d.innerHTML = t;"
+                  " document.body.append(d); }", XSS)  # fmt: skip
+    page.wait_for_function("window.__pwned === 1", timeout=5000)
+
+
+def test_tampered_session_storage_still_renders_as_text(
+    browser_context_without_csp: BrowserContext, chat_server: str
+) -> None:
+    page = browser_context_without_csp.new_page()
+    page.goto(chat_server + "/")
+    stored = {
+        "open": True,
+        "entries": [
+            {"role": "user", "kind": "question", "content": XSS},
+            {"role": "assistant", "kind": "answer", "content": XSS, "sig": "s",
+             "sources": [{"page": "javascript:window.__pwned=3", "heading": "x"}]},
+            {"role": "assistant", "kind": "x\" onmouseover=\"window.__pwned=4", "content": "k"},
+            {"role": "system", "kind": "answer", "content": "dropped"},
+            "not an entry",
+        ],
+    }  # fmt: skip
+    page.evaluate("v => sessionStorage.setItem('chatguard:/chat', v)", json.dumps(stored))
+    page.reload()
+    widget = Widget(page)
+    expect(widget.panel).to_be_visible()
+    expect(widget.replies).to_have_count(2)
+    expect(widget.host.locator(".msg")).to_have_count(3)
+    assert widget.host.locator("img, a").count() == 0
+    widget.replies.nth(1).hover()
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.__pwned") is None
+
+
+def test_input_is_bounded_to_the_contract_with_a_visible_counter(
+    page: Page, chat_server: str
+) -> None:
+    page.goto(chat_server + "/")
+    widget = Widget(page).open()
+    expect(widget.counter).to_have_text("0 / 2000")
+    widget.input.press_sequentially("hello")
+    expect(widget.counter).to_have_text("5 / 2000")
+    widget.input.fill("x" * 2500)
+    expect(widget.counter).to_have_text("2000 / 2000")
+    assert len(widget.input.input_value()) == 2000
+
+
+def test_the_panel_fits_a_360_pixel_screen(
+    browser_context_360: BrowserContext, chat_server: str
+) -> None:
+    page = browser_context_360.new_page()
+    page.route("**/chat", fulfil(200, {"reply": "A WAF " * 80, "sources": [
+        {"page": "/posts/waf", "heading": "Web application firewalls > Rate-based rules"}],
+        "sig": "s"}))  # fmt: skip
+    page.goto(chat_server + "/")
+    widget = Widget(page).open()
+    widget.ask("What is a WAF?")
+    box = widget.panel.bounding_box()
+    assert box is not None
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 360
+    assert box["y"] >= 0 and box["y"] + box["height"] <= 740
+    assert page.evaluate("document.documentElement.scrollWidth") <= 360
+    send = widget.send_button.bounding_box()
+    assert send is not None and send["x"] + send["width"] <= 360
+    screenshot(page, "mobile-360")
+
+
+def test_dark_scheme_and_reduced_motion_are_respected(browser: Any, chat_server: str) -> None:
+    styles = {}
+    for scheme, motion in (("light", "no-preference"), ("dark", "reduce")):
+        ctx = browser.new_context(color_scheme=scheme, reduced_motion=motion)
+        page = ctx.new_page()
+        page.goto(chat_server + "/")
+        widget = Widget(page).open()
+        styles[scheme] = widget.panel.evaluate(
+            "el => { const s = getComputedStyle(el); return [s.backgroundColor, s.animationName]; }"
+        )
+        if scheme == "dark":
+            screenshot(page, "dark")
+        ctx.close()
+    assert styles["light"] == ["rgb(255, 255, 255)", "cg-rise"]
+    background, animation = styles["dark"]
+    assert background != "rgb(255, 255, 255)" and animation == "none"

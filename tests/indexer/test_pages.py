@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import pytest
+
+from indexer.pages import Block, page_path, parse_html, parse_markdown, parse_page
+
+
+@pytest.mark.parametrize(
+    ("relative", "expected"),
+    [
+        ("posts/waf.md", "/posts/waf"),
+        ("index.md", "/"),
+        ("guides/index.html", "/guides"),
+        ("about.markdown", "/about"),
+        ("guides/home-router.htm", "/guides/home-router"),
+    ],
+)
+def test_page_path_comes_from_the_file_path(relative: str, expected: str) -> None:
+    assert page_path(relative) == expected
+
+
+def test_front_matter_title_is_the_page_title_and_not_body_text() -> None:
+    page = parse_page("p.md", '---\ntitle: "Threat modeling"\ndate: 2025-01-01\n---\nBody.\n')
+    assert page.title == "Threat modeling"
+    assert page.blocks == (Block(0, "Body."),)
+
+
+def test_unclosed_front_matter_is_content() -> None:
+    page = parse_page("p.md", "---\ntitle: nope\n\n# Real title\n")
+    assert page.title == "Real title"
+
+
+def test_title_falls_back_to_first_h1_then_to_the_file_name() -> None:
+    assert parse_page("a.md", "intro\n\n# Heading One\ntext").title == "Heading One"
+    assert parse_page("posts/rate-limits.md", "no headings at all").title == "Rate limits"
+
+
+def test_hash_lines_inside_code_fences_are_not_headings() -> None:
+    body = "# Real\n```bash\n# a comment\n## another\n```\n~~~\n# tilde fenced\n~~~\n## Next\n"
+    blocks = parse_markdown(body)
+    assert [b for b in blocks if b.level] == [Block(1, "Real"), Block(2, "Next")]
+    assert "# a comment" in blocks[1].text and "# tilde fenced" in blocks[1].text
+
+
+def test_a_shorter_fence_inside_a_longer_one_does_not_close_it() -> None:
+    blocks = parse_markdown("````\n```\n# still code\n```\n````\n# After\n")
+    assert blocks[-1] == Block(1, "After")
+    assert "# still code" in blocks[0].text
+
+
+def test_closing_hashes_and_html_comments_are_dropped() -> None:
+    blocks = parse_markdown("## Title ##\n<!-- hidden note -->\ntext\n")
+    assert blocks == [Block(2, "Title"), Block(0, "text")]
+
+
+def test_html_headings_text_and_pre_without_page_chrome() -> None:
+    title, blocks = parse_html(
+        "<html><head><title>Router guide</title><script>var x = 1;</script></head><body>"
+        "<nav>Home · Guides</nav><h1>Router</h1><p>Change the <b>password</b>.</p>"
+        "<ul><li>Disable WPS</li><li>Disable UPnP</li></ul>"
+        "<h2>Scan</h2><pre># a comment\nnmap host</pre><footer>© site</footer></body></html>"
+    )
+    assert title == "Router guide"
+    assert blocks[0] == Block(1, "Router")
+    assert blocks[1].text == "Change the password.\n\n- Disable WPS\n\n- Disable UPnP"
+    assert blocks[2] == Block(2, "Scan")
+    assert blocks[3].text == "```\n# a comment\nnmap host\n```"
+    rendered = " ".join(b.text for b in blocks)
+    assert "var x" not in rendered and "Home · Guides" not in rendered and "©" not in rendered

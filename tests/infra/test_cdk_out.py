@@ -1,0 +1,108 @@
+"""What lands in cdk.out: locally bundled assets, no Docker, no secret, no raw IP."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from infra.bundling import GATE_ASSET, RETRIEVAL_ASSET
+from tests.infra.conftest import function_of
+
+pytestmark = pytest.mark.infra
+
+LAMBDA_UNZIPPED_LIMIT = 250 * 1024 * 1024
+IPV4 = re.compile(rb"(?<![\w.])(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})(?![\w.])")
+DOCUMENTATION = [ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24",
+                                                      "203.0.113.0/24", "127.0.0.0/8",
+                                                      "0.0.0.0/32")]  # fmt: skip
+
+
+def _asset_dir(synth, state: str) -> Path:
+    _, fn = function_of(synth, state)
+    key = fn["Properties"]["Code"]["S3Key"]
+    return synth.outdir / f"asset.{key.removesuffix('.zip')}"
+
+
+def _vendored(path: Path, root: Path) -> bool:
+    """Third-party wheels (boto3, numpy, ...): any top-level entry a .dist-info RECORD lists."""
+    top = path.relative_to(root).parts[0]
+    return top != "steps" and top != "build"
+
+
+def test_no_asset_is_built_with_docker(synth):
+    for manifest in synth.outdir.glob("*.assets.json"):
+        data = json.loads(manifest.read_text())
+        assert data.get("dockerImages", {}) == {}, manifest.name
+        for asset in data["files"].values():
+            assert "executable" not in asset["source"], "no asset is built by a command"
+    assert "docker" not in (synth.outdir / "manifest.json").read_text().lower()
+
+
+def test_gate_steps_ship_steps_and_pinned_boto3_but_no_numpy_or_index(synth):
+    root = _asset_dir(synth, "Quota")
+    assert (root / "steps" / "quota.py").is_file()
+    assert (root / "boto3-1.44.8.dist-info").is_dir()
+    assert not (root / "numpy").exists()
+    assert not (root / "build").exists()
+    assert GATE_ASSET.requirements() == tuple(sorted(GATE_ASSET.requirements()))
+    assert all("==" in r for r in GATE_ASSET.requirements())
+
+
+def test_retrieval_steps_ship_arm64_numpy_and_the_knowledge_artifact(synth):
+    root = _asset_dir(synth, "Retrieve")
+    assert _asset_dir(synth, "Degraded") == root
+    assert (root / "steps" / "retrieve.py").is_file()
+    assert (root / "build" / "knowledge" / "knowledge.json").is_file()
+    assert (root / "build" / "knowledge" / "embeddings.npy").is_file()
+    wheel = (root / "numpy-2.4.6.dist-info" / "WHEEL").read_text()
+    assert "aarch64" in wheel and "cp313" in wheel
+    assert "numpy==2.4.6" in RETRIEVAL_ASSET.requirements()
+
+
+def test_every_step_asset_fits_the_lambda_unzipped_limit(synth):
+    for state in ("Quota", "Retrieve"):
+        root = _asset_dir(synth, state)
+        size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+        assert size < LAMBDA_UNZIPPED_LIMIT, (state, size)
+
+
+def _our_files(synth):
+    for path in synth.outdir.rglob("*"):
+        if not path.is_file() or path.suffix in {".zip", ".npy", ".so"}:
+            continue
+        asset_root = next((p for p in path.parents if p.name.startswith("asset.")), None)
+        if asset_root is not None and _vendored(path, asset_root):
+            continue
+        yield path
+
+
+def test_cdk_out_holds_no_raw_ip_address(synth):
+    found = []
+    for path in _our_files(synth):
+        for match in IPV4.finditer(path.read_bytes()):
+            try:
+                ip = ipaddress.ip_address(match.group(1).decode())
+            except ValueError:
+                continue  # a version number such as 1.44.8.0 is not an address
+            if not any(ip in net for net in DOCUMENTATION):
+                found.append((path.name, str(ip)))
+    assert found == []
+
+
+def test_cdk_out_holds_no_secret_value(synth):
+    texts = [p.read_text() for p in synth.outdir.glob("*.json")]
+    # A secret value in the documented format would show up as a "current" key somewhere.
+    assert not any(re.search(r'\\?"current\\?"\s*:', text) for text in texts)
+    templates = [json.loads(p.read_text()) for p in synth.outdir.glob("*.template.json")]
+    for template in templates:
+        for resource in template["Resources"].values():
+            assert resource["Type"] != "AWS::SSM::Parameter"
+            env = resource["Properties"].get("Environment", {}).get("Variables", {})
+            for key, value in env.items():
+                assert not re.search(r"SECRET|SALT|KEY", key) or key.endswith("_PARAM"), key
+        outputs = json.dumps(template.get("Outputs", {}))
+        assert "Secrets" not in outputs, "no output may reference a generated secret"

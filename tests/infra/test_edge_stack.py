@@ -1,0 +1,180 @@
+"""Edge stack (us-east-1): the CLOUDFRONT web ACL, its rules and the rate-rule alarm."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from aws_cdk.assertions import Match
+
+from infra import config as deploy_config
+
+pytestmark = pytest.mark.infra
+
+
+def _chat_path_match() -> dict:
+    return {
+        "ByteMatchStatement": {
+            "FieldToMatch": {"UriPath": {}},
+            "PositionalConstraint": "STARTS_WITH",
+            "SearchString": "/chat",
+            "TextTransformations": [{"Priority": 0, "Type": "NONE"}],
+        }
+    }
+
+
+def test_edge_stack_lives_in_us_east_1(synth):
+    assert synth.edge_stack.region == "us-east-1"
+    assert synth.chat_stack.region == "eu-west-1"
+
+
+def test_web_acl_rate_rule_is_scoped_to_chat_with_context_limit_and_window(synth):
+    edge = synth.context["chatguard/edge"]
+    synth.edge.has_resource_properties(
+        "AWS::WAFv2::WebACL",
+        {
+            "Scope": "CLOUDFRONT",
+            "DefaultAction": {"Allow": {}},
+            "Rules": Match.array_with(
+                [
+                    Match.object_like(
+                        {
+                            "Name": "ChatRateLimit",
+                            "Action": {"Block": {}},
+                            "Statement": {
+                                "RateBasedStatement": {
+                                    "Limit": edge["waf_rate_limit"],
+                                    "EvaluationWindowSec": edge["waf_window_seconds"],
+                                    "AggregateKeyType": "IP",
+                                    "ScopeDownStatement": _chat_path_match(),
+                                }
+                            },
+                            "VisibilityConfig": {
+                                "CloudWatchMetricsEnabled": True,
+                                "SampledRequestsEnabled": True,
+                                "MetricName": "ChatRateLimit",
+                            },
+                        }
+                    )
+                ]
+            ),
+        },
+    )
+
+
+def test_web_acl_blocks_chat_bodies_over_the_contract_limit_even_when_oversize(synth):
+    limit = synth.context["chatguard"]["body_max_bytes"]
+    synth.edge.has_resource_properties(
+        "AWS::WAFv2::WebACL",
+        {
+            "Rules": Match.array_with(
+                [
+                    Match.object_like(
+                        {
+                            "Name": "ChatBodyTooLarge",
+                            "Action": {"Block": {}},
+                            "Statement": {
+                                "AndStatement": {
+                                    "Statements": [
+                                        _chat_path_match(),
+                                        {
+                                            "SizeConstraintStatement": {
+                                                "FieldToMatch": {
+                                                    "Body": {"OversizeHandling": "MATCH"}
+                                                },
+                                                "ComparisonOperator": "GT",
+                                                "Size": limit,
+                                                "TextTransformations": Match.any_value(),
+                                            }
+                                        },
+                                    ]
+                                }
+                            },
+                        }
+                    )
+                ]
+            ),
+            "VisibilityConfig": Match.object_like(
+                {"CloudWatchMetricsEnabled": True, "SampledRequestsEnabled": True}
+            ),
+        },
+    )
+
+
+def test_managed_rule_groups_are_off_by_default(synth):
+    (acl,) = synth.resources("AWS::WAFv2::WebACL", stack="edge").values()
+    names = [rule["Name"] for rule in acl["Properties"]["Rules"]]
+    assert names == ["ChatBodyTooLarge", "ChatRateLimit"]
+
+
+def test_managed_rule_groups_behind_the_flag_keep_the_body_size_to_our_rule():
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Template
+
+    from infra.blocks.edge_firewall import MANAGED_GROUPS, EdgeFirewall
+
+    edge = deploy_config.EdgeConfig(
+        waf_rate_limit=20, waf_window_seconds=120, waf_managed_rules=True,
+        waf_blocked_alarm_threshold=10, api_throttle_rate=5, api_throttle_burst=10,
+        origin_timeout_seconds=30,
+    )  # fmt: skip
+    stack = cdk.Stack(cdk.App(), "Probe", env=cdk.Environment(region="us-east-1"))
+    EdgeFirewall(stack, "Firewall", name="probe", edge=edge, body_max_bytes=16384)
+    rules = Template.from_stack(stack).to_json()["Resources"]
+    (acl,) = rules.values()
+    groups = [r for r in acl["Properties"]["Rules"] if "ManagedRuleGroupStatement" in r["Statement"]]
+    assert [g["Name"] for g in groups] == list(MANAGED_GROUPS)
+    common = groups[0]["Statement"]["ManagedRuleGroupStatement"]
+    assert common["RuleActionOverrides"] == [
+        {"Name": "SizeRestrictions_BODY", "ActionToUse": {"Count": {}}}
+    ]
+
+
+def test_rate_rule_blocks_alarm_in_the_edge_region(synth):
+    synth.edge.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": "AWS/WAFV2",
+            "MetricName": "BlockedRequests",
+            "Dimensions": Match.array_with([{"Name": "Rule", "Value": "ChatRateLimit"}]),
+            "Threshold": synth.context["chatguard/edge"]["waf_blocked_alarm_threshold"],
+            "AlarmActions": Match.any_value(),
+        },
+    )
+    synth.edge.has_resource_properties(
+        "AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "ops@example.com"}
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("waf_window_seconds", 90, "waf_window_seconds"),
+        ("waf_rate_limit", 9, "waf_rate_limit"),
+        ("origin_timeout_seconds", 1, "origin_timeout_seconds"),
+    ],
+)
+def test_config_refuses_values_waf_or_cloudfront_would_reject(key, value, message):
+    from tests.infra.conftest import deploy_context
+
+    ctx = copy.deepcopy(deploy_context())
+    ctx["chatguard/edge"][key] = value
+    with pytest.raises(deploy_config.ConfigError, match=message):
+        deploy_config.load(ctx)
+
+
+def test_config_refuses_a_body_limit_waf_cannot_inspect():
+    from tests.infra.conftest import deploy_context
+
+    ctx = copy.deepcopy(deploy_context())
+    ctx["chatguard"]["body_max_bytes"] = 20000
+    with pytest.raises(deploy_config.ConfigError, match="body_max_bytes"):
+        deploy_config.load(ctx)
+
+
+def test_integration_timeout_stays_under_the_cloudfront_origin_timeout():
+    from tests.infra.conftest import deploy_context
+
+    cfg = deploy_config.load(deploy_context())
+    assert cfg.edge.integration_timeout_seconds < cfg.edge.origin_timeout_seconds
+    assert cfg.edge.integration_timeout_seconds <= deploy_config.API_MAX_INTEGRATION_SECONDS

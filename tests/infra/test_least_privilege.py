@@ -1,0 +1,153 @@
+"""Each step's role allows what its step needs and nothing of another step's."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.infra.conftest import function_of
+
+pytestmark = pytest.mark.infra
+
+OBSERVABILITY = {"xray:PutTraceSegments", "xray:PutTelemetryRecords",
+                 "logs:CreateLogStream", "logs:PutLogEvents"}  # fmt: skip
+
+
+def statements_of(synth, state: str) -> list[dict[str, Any]]:
+    _, fn = function_of(synth, state)
+    role_id = fn["Properties"]["Role"]["Fn::GetAtt"][0]
+    found = []
+    for policy in synth.resources("AWS::IAM::Policy").values():
+        if {"Ref": role_id} in policy["Properties"]["Roles"]:
+            found += policy["Properties"]["PolicyDocument"]["Statement"]
+    role = synth.chat_json["Resources"][role_id]["Properties"]
+    assert "ManagedPolicyArns" not in role, f"{state} must not use managed policies"
+    for inline in role.get("Policies", []):
+        found += inline["PolicyDocument"]["Statement"]
+    return found
+
+
+def actions(statements) -> set[str]:
+    result: set[str] = set()
+    for s in statements:
+        result.update([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    return result
+
+
+def leading_keys(statements, action: str) -> set[str]:
+    keys: set[str] = set()
+    for s in statements:
+        if action in actions([s]):
+            condition = s["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+            keys.update(condition)
+    return keys
+
+
+def mentions(statements, text: str) -> bool:
+    return text in json.dumps(statements)
+
+
+def problems(statements, *, allowed: set[str]) -> list[str]:
+    """Wildcard actions, actions outside ``allowed``, and DynamoDB without item scoping."""
+    found = []
+    for s in statements:
+        assert s["Effect"] == "Allow"
+        for action in actions([s]):
+            if "*" in action:
+                found.append(f"wildcard action {action}")
+            elif action not in allowed | OBSERVABILITY:
+                found.append(f"unexpected action {action}")
+            if action.startswith("dynamodb:") and "dynamodb:LeadingKeys" not in json.dumps(s):
+                found.append(f"{action} without LeadingKeys")
+    return found
+
+
+def test_the_checker_catches_an_over_broad_policy():
+    naive = [{"Effect": "Allow", "Action": ["dynamodb:*"], "Resource": "*"},
+             {"Effect": "Allow", "Action": "dynamodb:UpdateItem", "Resource": "x"}]  # fmt: skip
+    assert problems(naive, allowed={"dynamodb:UpdateItem"}) == [
+        "wildcard action dynamodb:*",
+        "dynamodb:* without LeadingKeys",
+        "dynamodb:UpdateItem without LeadingKeys",
+    ]
+
+
+def test_origin_verify_reads_only_the_origin_secret(synth):
+    s = statements_of(synth, "OriginVerify")
+    assert problems(s, allowed={"ssm:GetParameter"}) == []
+    assert mentions(s, "parameter/chatguard/origin-secret")
+    assert not mentions(s, "visitor-salt") and not mentions(s, "signing-key")
+
+
+def test_quota_only_counts_visitor_items_and_cannot_call_bedrock_or_read_the_origin_secret(synth):
+    s = statements_of(synth, "Quota")
+    assert problems(s, allowed={"dynamodb:UpdateItem", "ssm:GetParameter"}) == []
+    assert leading_keys(s, "dynamodb:UpdateItem") == {"VISITOR#*"}
+    assert not any(a.startswith("bedrock:") for a in actions(s))
+    assert not mentions(s, "origin-secret") and not mentions(s, "signing-key")
+    assert mentions(s, "parameter/chatguard/visitor-salt")
+
+
+def test_cost_gate_only_touches_the_reservation_transaction_items(synth):
+    s = statements_of(synth, "CostGate")
+    allowed = {"dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:ConditionCheckItem",
+               "dynamodb:GetItem"}  # fmt: skip
+    assert problems(s, allowed=allowed) == []
+    assert leading_keys(s, "dynamodb:UpdateItem") == {"GLOBAL", "VISITOR#*"}
+    assert leading_keys(s, "dynamodb:PutItem") == {"RES#*"}
+    assert leading_keys(s, "dynamodb:ConditionCheckItem") == {"CONFIG"}
+    assert not mentions(s, "ssm:") and not mentions(s, "bedrock:")
+
+
+def test_retrieve_may_only_embed_with_the_embedding_model(synth):
+    s = statements_of(synth, "Retrieve")
+    assert problems(s, allowed={"bedrock:InvokeModel"}) == []
+    model = synth.context["chatguard"]["embedding_model_id"]
+    bedrock = [x for x in s if x["Action"] == "bedrock:InvokeModel"]
+    assert len(bedrock) == 1 and mentions(bedrock, f"foundation-model/{model}")
+    assert not mentions(s, "anthropic")
+
+
+def test_invoke_may_only_converse_with_the_model_and_apply_the_guardrail(synth):
+    s = statements_of(synth, "Invoke")
+    allowed = {"bedrock:InvokeModel", "bedrock:ApplyGuardrail", "ssm:GetParameter"}
+    assert problems(s, allowed=allowed) == []
+    model_id = synth.context["chatguard"]["model_id"]
+    invoke = [x for x in s if x["Action"] == "bedrock:InvokeModel"]
+    assert mentions(invoke, f"inference-profile/{model_id}")
+    routed = [x for x in invoke if "Condition" in x]
+    assert routed and all("bedrock:InferenceProfileArn" in json.dumps(x["Condition"]) for x in routed)
+    assert not mentions(invoke, "titan")
+    (guard,) = [x for x in s if x["Action"] == "bedrock:ApplyGuardrail"]
+    (guardrail_id,) = synth.resources("AWS::Bedrock::Guardrail")
+    assert guard["Resource"] == {"Fn::GetAtt": [guardrail_id, "GuardrailArn"]}
+    assert mentions(s, "signing-key") and not mentions(s, "origin-secret")
+    assert not any(a.startswith("dynamodb:") for a in actions(s))
+
+
+def test_reconcile_only_settles_reservations_and_totals(synth):
+    s = statements_of(synth, "Reconcile")
+    assert problems(s, allowed={"dynamodb:UpdateItem", "dynamodb:GetItem"}) == []
+    assert leading_keys(s, "dynamodb:UpdateItem") == {"RES#*", "GLOBAL", "VISITOR#*"}
+    assert leading_keys(s, "dynamodb:GetItem") == {"RES#*"}
+    assert not mentions(s, "bedrock:") and not mentions(s, "ssm:")
+
+
+def test_degraded_makes_no_aws_call_at_all(synth):
+    s = statements_of(synth, "Degraded")
+    assert actions(s) <= OBSERVABILITY
+
+
+def test_api_role_can_only_start_the_chat_workflow(synth):
+    (machine_id,) = synth.resources("AWS::StepFunctions::StateMachine")
+    found = [
+        st
+        for p in synth.resources("AWS::IAM::Policy").values()
+        for st in p["Properties"]["PolicyDocument"]["Statement"]
+        if "states:StartSyncExecution" in actions([st])
+    ]
+    assert found == [
+        {"Action": "states:StartSyncExecution", "Effect": "Allow", "Resource": {"Ref": machine_id}}
+    ]

@@ -1,0 +1,131 @@
+"""Invariant 1, the hard cap, under concurrency: 64 simultaneous executions against a
+ceiling of three and a half worst-case messages never spend past it, even when every
+message costs its worst case. The same harness with a check-then-add gate (read the
+total, then add) does overshoot, so the test can fail."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from local.runtime import LocalRuntime, Outcome
+from steps.lib import ledger, models, pricing
+
+from .conftest import QUESTION, day_total, reservations
+
+SIMULTANEOUS = 64
+# On AWS 64 executions run on 64 machines and reach the gate together; here they share
+# one interpreter and would trickle in. The harness holds each at the gate until all 64
+# are there (for both gates alike), so the race is the one production would see.
+GATE_WAIT_SECONDS = 60
+# A real DynamoDB round trip between the read and the write of check-then-add.
+ROUND_TRIP_SECONDS = 0.005
+
+
+def _tiny_ceiling_runtime(make_runtime: Callable[..., LocalRuntime]) -> LocalRuntime:
+    probe = make_runtime()
+    reserve = pricing.reserve_micros(probe.settings)
+    probe.close()
+    ceiling_usd = f"{3.5 * reserve / 1_000_000:.6f}"
+    return make_runtime(daily_ceiling_usd=ceiling_usd, visitor_cost_share="1")
+
+
+@pytest.fixture(autouse=True)
+def worst_case_usage(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every answered message reports the most tokens it may use (S6 prices this)."""
+
+    def worst(reply: models.ModelReply) -> dict[str, int]:
+        from steps.lib.settings import settings
+
+        s = settings()
+        return {"inputTokens": 0, "outputTokens": s.max_output_tokens,
+                "cacheReadInputTokens": 0, "cacheWriteInputTokens": s.max_input_tokens}
+
+    monkeypatch.setattr(models, "usage_of", worst)
+
+
+def _burst(runtime: LocalRuntime) -> list[Outcome]:
+    barrier = threading.Barrier(SIMULTANEOUS)
+    outcomes: list[Outcome] = []
+    lock = threading.Lock()
+
+    def visitor(i: int) -> None:
+        barrier.wait()
+        outcome = runtime.send(QUESTION, ip=f"198.51.100.{i + 1}")
+        with lock:
+            outcomes.append(outcome)
+
+    threads = [threading.Thread(target=visitor, args=(i,)) for i in range(SIMULTANEOUS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    return outcomes
+
+
+def _aligned(gate: Callable[..., Any]) -> Callable[..., Any]:
+    barrier = threading.Barrier(SIMULTANEOUS)
+
+    def at_the_gate_together(*args: Any, **kwargs: Any) -> Any:
+        try:
+            barrier.wait(timeout=GATE_WAIT_SECONDS)
+        except threading.BrokenBarrierError:
+            pass
+        return gate(*args, **kwargs)
+
+    return at_the_gate_together
+
+
+def _check_then_add(client: Any, table: str, *, request_id: str, visitor: str, day: str,
+                    micros: int, ceilings: ledger.Ceilings, now: float) -> Any:
+    """The naive gate DESIGN warns about: read the day's total, then add to it."""
+    item = ledger.get_item(client, table, ledger.day_key(day), now=now)
+    total = int(item["costMicros"]["N"]) if item and "costMicros" in item else 0
+    time.sleep(ROUND_TRIP_SECONDS)
+    if total + micros > ceilings.day:
+        return ledger.Refusal("ceiling")
+    month = ledger.month_of(day)
+    for key in (ledger.day_key(day), ledger.month_key(month), ledger.visitor_key(visitor, day)):
+        client.update_item(TableName=table, Key=key, UpdateExpression="ADD costMicros :r",
+                           ExpressionAttributeValues={":r": {"N": str(micros)}})
+    client.put_item(TableName=table, Item={
+        **ledger.reservation_key(request_id), "reservedMicros": {"N": str(micros)},
+        "status": {"S": "open"}, "day": {"S": day}, "month": {"S": month},
+        "visitor": {"S": visitor}, "expiresAt": {"N": str(int(now) + 172800)},
+    })  # fmt: skip
+    return ledger.Reservation(request_id, micros, day, month, visitor)
+
+
+@pytest.mark.slow
+def test_simultaneous_messages_never_spend_past_the_ceiling(
+    make_runtime: Callable[..., LocalRuntime], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = _tiny_ceiling_runtime(make_runtime)
+    monkeypatch.setattr(ledger, "reserve", _aligned(ledger.reserve))
+    outcomes = _burst(runtime)
+
+    assert len(outcomes) == SIMULTANEOUS
+    assert {o.status for o in outcomes} == {200}
+    answered = [o for o in outcomes if "sig" in o.body]
+    assert 1 <= len(answered) <= 3
+    assert runtime.model_calls == len(answered)
+    assert all(r["status"]["S"] == "settled" for r in reservations(runtime))
+    assert day_total(runtime) <= runtime.settings.daily_ceiling_micros
+
+
+@pytest.mark.slow
+def test_the_same_burst_overshoots_with_check_then_add(
+    make_runtime: Callable[..., LocalRuntime], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = _tiny_ceiling_runtime(make_runtime)
+    monkeypatch.setattr(ledger, "reserve", _aligned(_check_then_add))
+    outcomes = _burst(runtime)
+
+    answered = [o for o in outcomes if "sig" in o.body]
+    assert day_total(runtime) > runtime.settings.daily_ceiling_micros
+    assert runtime.model_calls == len(answered) > 3
+

@@ -1,0 +1,114 @@
+"""`spend` reads what the ledger writes; `mode` flips the switch the ledger checks."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from ops import mode, spend
+from steps.lib import ledger
+
+from .conftest import TABLE
+
+DAY = "2027-01-15"
+NOW = 1_800_000_000  # inside DAY
+
+
+def _ceilings(s):
+    return ledger.Ceilings(
+        s.daily_ceiling_micros, s.monthly_ceiling_micros, s.visitor_ceiling_micros
+    )
+
+
+def _reserve(db, s, request_id, visitor, micros):
+    result = ledger.reserve(
+        db,
+        TABLE,
+        request_id=request_id,
+        visitor=visitor,
+        day=DAY,
+        micros=micros,
+        ceilings=_ceilings(s),
+        now=NOW,
+    )
+    assert isinstance(result, ledger.Reservation)
+    return result
+
+
+def test_spend_reports_totals_reservations_and_the_costliest_visitors(dynamodb, settings):
+    for i, visitor in enumerate(("aaaa1111", "bbbb2222", "cccc3333")):
+        for n in range(i + 1):
+            ledger.count_message(dynamodb, TABLE, visitor=visitor, day=DAY, limit=20)
+            res = _reserve(dynamodb, settings, f"req-{visitor}-{n}", visitor, 10_000)
+            if visitor != "aaaa1111":  # aaaa's reservation stays open (in flight / failed)
+                ledger.reconcile(dynamodb, TABLE, res, actual_micros=1_000 * (i + 1), now=NOW)
+    report = spend.collect(dynamodb, TABLE, settings, day=DAY, now=NOW)
+    # open 10_000 (aaaa) + settled 2x2_000 (bbbb) + 3x3_000 (cccc)
+    assert report["day_micros"] == report["month_micros"] == 10_000 + 4_000 + 9_000
+    assert report["day_ceiling_micros"] == settings.daily_ceiling_micros
+    assert (report["open_reservations"], report["open_micros"]) == (1, 10_000)
+    assert (report["settled_reservations"], report["settled_actual_micros"]) == (5, 13_000)
+    assert [v["visitor"] for v in report["top_visitors"]] == ["aaaa1111", "cccc3333", "bbbb2222"]
+    assert report["top_visitors"][1] == {"visitor": "cccc3333", "cost_micros": 9_000, "messages": 3}
+    json.dumps(report)  # the local admin route returns it as JSON
+    text = spend.render(report)
+    assert "$0.023" in text and "1 open" in text and "cccc3333" in text
+
+
+def test_spend_ignores_other_days_and_expired_items(dynamodb, settings):
+    _reserve(dynamodb, settings, "today", "dddd4444", 5_000)
+    dynamodb.put_item(
+        TableName=TABLE,
+        Item={
+            **ledger.visitor_key("eeee5555", "2027-01-14"),
+            "costMicros": {"N": "999"},
+            "msgCount": {"N": "1"},
+            "expiresAt": {"N": str(NOW + 10)},
+        },
+    )
+    dynamodb.put_item(
+        TableName=TABLE,
+        Item={
+            **ledger.visitor_key("ffff6666", DAY),
+            "costMicros": {"N": "777"},
+            "msgCount": {"N": "1"},
+            "expiresAt": {"N": str(NOW - 1)},
+        },
+    )  # expired, not yet swept by TTL
+    report = spend.collect(dynamodb, TABLE, settings, day=DAY, now=NOW)
+    assert [v["visitor"] for v in report["top_visitors"]] == ["dddd4444"]
+    assert report["open_reservations"] == 1
+
+
+def test_spend_on_an_empty_table_is_all_zero(dynamodb, settings):
+    report = spend.collect(dynamodb, TABLE, settings, day=DAY, now=NOW)
+    assert (report["day_micros"], report["visitors"], report["mode"]) == (0, 0, "normal")
+    assert "(none)" in spend.render(report)
+
+
+@pytest.mark.parametrize("switch", ["degraded", "off"])
+def test_mode_switch_refuses_the_next_reservation(dynamodb, settings, switch):
+    report = mode.write(dynamodb, TABLE, switch, now=NOW)
+    assert report == {"mode": switch, "previous": "normal", "changed": True}
+    assert mode.read(dynamodb, TABLE, now=NOW) == switch
+    refused = ledger.reserve(
+        dynamodb,
+        TABLE,
+        request_id="next",
+        visitor="v1",
+        day=DAY,
+        micros=1_000,
+        ceilings=_ceilings(settings),
+        now=NOW,
+    )
+    assert refused == ledger.Refusal("mode")
+    mode.write(dynamodb, TABLE, "normal", now=NOW)
+    assert isinstance(_reserve(dynamodb, settings, "after", "v1", 1_000), ledger.Reservation)
+
+
+def test_an_unknown_mode_is_refused_and_nothing_is_written(dynamodb):
+    with pytest.raises(mode.ModeError, match="normal, degraded, off"):
+        mode.write(dynamodb, TABLE, "maintenance", now=time.time())
+    assert "Item" not in dynamodb.get_item(TableName=TABLE, Key=ledger.MODE_KEY)

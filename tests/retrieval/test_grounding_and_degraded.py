@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from steps.lib.hashing_embedder import HashingEmbedder
+from steps.lib.knowledge import Knowledge
+from steps.lib.retrieval import degraded_answer, rank, select_grounding
+from steps.lib.settings import Settings
+
+from .conftest import SAMPLE_SITE
+
+PAGE = "/posts/waf-rate-limiting"
+
+
+@pytest.fixture
+def ranked(kb: Knowledge, embedder: HashingEmbedder) -> list[tuple[int, float]]:
+    text = "What do SPF, DKIM and DMARC each do?"
+    return rank(kb, embedder.embed([text])[0], text)
+
+
+def test_grounding_starts_with_the_current_page_then_top_matches(
+    kb: Knowledge, ranked: list[tuple[int, float]]
+) -> None:
+    chosen = select_grounding(kb, ranked, PAGE, budget_tokens=100_000, top_k=5)
+    page_part = [c for c in chosen if c.page == PAGE]
+    assert chosen[: len(page_part)] == page_part == [kb.chunks[i] for i in kb.page_chunks(PAGE)]
+    assert chosen[len(page_part) :] == [kb.chunks[i] for i, _ in ranked[:5]]
+    assert chosen[len(page_part)].page == "/posts/phishing-email-authentication"
+
+
+def test_grounding_never_repeats_a_chunk(kb: Knowledge, embedder: HashingEmbedder) -> None:
+    text = "WAF rate-based rule evaluation window"
+    ranked = rank(kb, embedder.embed([text])[0], text)
+    chosen = select_grounding(kb, ranked, PAGE, budget_tokens=100_000, top_k=5)
+    assert len({c.id for c in chosen}) == len(chosen)
+    assert len(chosen) < len(kb.page_chunks(PAGE)) + 5  # the overlap was dropped, not repeated
+
+
+@pytest.mark.parametrize("budget", [0, 50, 120, 300, 700, 1500])
+def test_grounding_stays_within_the_token_budget(
+    kb: Knowledge, ranked: list[tuple[int, float]], budget: int
+) -> None:
+    chosen = select_grounding(kb, ranked, PAGE, budget_tokens=budget)
+    assert sum(c.tokens for c in chosen) <= budget
+    # Greedy and not lazy: nothing skipped would still have fit in what is left.
+    left = budget - sum(c.tokens for c in chosen)
+    candidates = list(kb.page_chunks(PAGE)) + [i for i, _ in ranked[:5]]
+    skipped = [kb.chunks[i] for i in candidates if kb.chunks[i] not in chosen]
+    assert all(c.tokens > left for c in skipped)
+
+
+def test_the_settings_budget_is_what_a_caller_gets(
+    kb: Knowledge, ranked: list[tuple[int, float]]
+) -> None:
+    budget = Settings().grounding_token_budget
+    chosen = select_grounding(kb, ranked, PAGE, budget)
+    assert 0 < sum(c.tokens for c in chosen) <= budget
+
+
+@pytest.mark.parametrize("page", [None, "", "/no/such/page"])
+def test_an_unknown_or_missing_page_grounds_on_matches_only(
+    kb: Knowledge, ranked: list[tuple[int, float]], page: str | None
+) -> None:
+    chosen = select_grounding(kb, ranked, page, budget_tokens=100_000, top_k=3)
+    assert chosen == [kb.chunks[i] for i, _ in ranked[:3]]
+
+
+def test_page_paths_are_normalised_like_the_indexer_does(kb: Knowledge) -> None:
+    assert kb.page_chunks(PAGE + "/?utm=x#top") == kb.page_chunks(PAGE) != ()
+    assert kb.page_chunks("/guides/index.html") == kb.page_chunks("/guides") != ()
+
+
+def test_degraded_answer_is_verbatim_and_never_embeds(
+    kb: Knowledge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(self: HashingEmbedder, texts: Sequence[str]) -> np.ndarray:
+        raise AssertionError("degraded mode must not embed")
+
+    monkeypatch.setattr(HashingEmbedder, "embed", refuse)
+    chunk = degraded_answer(kb, "Should I turn off WPS and UPnP on my router?")
+    assert chunk is not None
+    assert chunk.page == "/guides/home-router"
+    assert chunk.heading == "Hardening your home router > Turn off what you do not use"
+    source = (SAMPLE_SITE / "guides" / "home-router.html").read_text(encoding="utf-8")
+    assert "Disable WPS, the push-button pairing feature" in chunk.text
+    assert "push-button pairing feature, which has a long history" in source
+
+
+def test_degraded_answer_is_none_when_nothing_shares_a_word(kb: Knowledge) -> None:
+    assert degraded_answer(kb, "zzz qqq") is None
+    assert degraded_answer(kb, "the and of") is None

@@ -1,0 +1,125 @@
+"""The visitor identity: IP alone, same day, salted; IPv6 per /64; fail closed."""
+
+from __future__ import annotations
+
+import pytest
+
+from steps import quota
+from steps.lib import identity
+from steps.lib.errors import IdentityError
+
+DAY = "2026-11-29"
+SALT = "salt-0123456789abcdef"
+
+
+def test_hash_is_16_hex_and_ignores_the_port():
+    a = identity.visitor_hash("198.51.100.4:1111", DAY, SALT)
+    b = identity.visitor_hash("198.51.100.4:65535", DAY, SALT)
+    assert a == b and len(a) == 16 and int(a, 16) >= 0
+
+
+def test_hash_changes_with_day_salt_and_ip():
+    base = identity.visitor_hash("198.51.100.4:1111", DAY, SALT)
+    assert identity.visitor_hash("198.51.100.4:1111", "2026-11-30", SALT) != base
+    assert identity.visitor_hash("198.51.100.4:1111", DAY, SALT + "x") != base
+    assert identity.visitor_hash("198.51.100.5:1111", DAY, SALT) != base
+
+
+@pytest.mark.parametrize(
+    "other",
+    ["[2001:db8:aa:bb:ffff:1:2:3]:443", "2001:db8:aa:bb::9:80", "[2001:DB8:AA:BB::1]:1"],
+)
+def test_two_ipv6_addresses_in_one_slash_64_share_one_visitor(other):
+    first = identity.visitor_hash("[2001:db8:aa:bb::1]:5555", DAY, SALT)
+    assert identity.visitor_hash(other, DAY, SALT) == first
+
+
+def test_a_different_slash_64_is_a_different_visitor():
+    first = identity.visitor_hash("[2001:db8:aa:bb::1]:5555", DAY, SALT)
+    assert identity.visitor_hash("[2001:db8:aa:bc::1]:5555", DAY, SALT) != first
+
+
+def test_ipv4_mapped_ipv6_is_the_ipv4_visitor():
+    v4 = identity.visitor_hash("192.0.2.10:80", DAY, SALT)
+    assert identity.visitor_hash("[::ffff:192.0.2.10]:80", DAY, SALT) == v4
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        None,
+        "",
+        "   ",
+        42,
+        "192.0.2.1",
+        "192.0.2.1:",
+        "192.0.2.1:70000",
+        "192.0.2.1:port",
+        "192.0.2.300:80",
+        "example.com:80",
+        "[2001:db8::1]",
+        "2001:db8::1",
+        "[fe80::1%eth0]:80",
+        "192.0.2.1:80, 198.51.100.2:80",
+        "[2001:db8::zz]:80",
+        "x" * 100,
+        "0192.0.2.1:80",
+    ],
+)
+def test_a_missing_or_malformed_address_raises_identity_error(address):
+    with pytest.raises(IdentityError):
+        identity.visitor_hash(address, DAY, SALT)
+
+
+def test_an_empty_salt_is_refused():
+    with pytest.raises(IdentityError):
+        identity.visitor_hash("192.0.2.1:80", DAY, "")
+
+
+def _quota(aws, **extra):
+    return quota.handler({"requestId": "r", "viewerAddress": "203.0.113.9:4000", **extra}, None)
+
+
+def test_rotating_user_agent_or_forwarded_for_never_yields_a_fresh_quota(aws, monkeypatch):
+    # Whatever else arrives with the event (a tampered execution input, headers copied in by
+    # a future change), the handler reads viewerAddress alone.
+    monkeypatch.setenv("CHATGUARD_VISITOR_MESSAGE_LIMIT", "2")
+    visitors = set()
+    decisions = []
+    for i in range(5):
+        out = _quota(aws, headers={"User-Agent": f"agent-{i}", "X-Forwarded-For": f"192.0.2.{i}"})
+        decisions.append(out["decision"])
+        visitors.add(out.get("visitor"))
+    assert decisions == ["allowed", "allowed", "limited", "limited", "limited"]
+    assert len(visitors - {None}) == 1
+
+
+def test_ipv6_neighbours_share_one_quota_through_the_handler(aws, monkeypatch):
+    monkeypatch.setenv("CHATGUARD_VISITOR_MESSAGE_LIMIT", "1")
+    first = quota.handler({"requestId": "a", "viewerAddress": "[2001:db8:1:2::10]:1"}, None)
+    second = quota.handler({"requestId": "b", "viewerAddress": "[2001:db8:1:2::99]:2"}, None)
+    assert (first["decision"], second["decision"]) == ("allowed", "limited")
+
+
+def test_quota_with_a_malformed_address_fails_closed_before_any_aws_call(aws, monkeypatch):
+    from steps.lib import clients, secrets
+
+    def no_aws(*args, **kwargs):
+        raise AssertionError("no AWS call expected")
+
+    monkeypatch.setattr(secrets, "_fetch", no_aws)
+    monkeypatch.setattr(clients, "dynamodb", no_aws)
+    with pytest.raises(IdentityError):
+        quota.handler({"requestId": "r", "viewerAddress": "not-an-ip"}, None)
+    with pytest.raises(IdentityError):
+        quota.handler({"requestId": "r"}, None)
+    assert aws.count_items() == 0
+
+
+def test_the_salt_switches_only_at_the_next_utc_day(aws):
+    from steps.lib.secrets import SecretValue, salt_for_day
+
+    rotated = SecretValue("new-salt-0123456789", "old-salt-0123456789", 1_764_400_000)
+    rotation_day = identity.day_of(rotated.rotated_at)
+    assert salt_for_day(rotated, rotation_day) == "old-salt-0123456789"
+    assert salt_for_day(rotated, "2099-01-01") == "new-salt-0123456789"
