@@ -64,7 +64,10 @@ def collect(site: Path, policy: IndexPolicy) -> tuple[list[Page], list[str]]:
         if policy.excluded(relative):
             excluded.append(relative)
             continue
-        page = parse_page(relative, path.read_text(encoding="utf-8"))
+        try:
+            page = parse_page(relative, path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise BuildError(f"{relative} is not UTF-8 text ({exc.reason})") from exc
         if page.path in owners:
             raise BuildError(f"{owners[page.path]} and {relative} both map to page {page.path}")
         owners[page.path] = relative

@@ -14,6 +14,7 @@ synth that quietly needs Docker is exactly what this module exists to prevent.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -166,6 +167,13 @@ def _pip_install(requirements: tuple[str, ...], target: Path) -> None:
             "pip could not fetch the Lambda wheels for linux/arm64 (is PyPI reachable? "
             f"CHATGUARD_PIP_INDEX_URL names a mirror):\n{result.stderr[-2000:]}"
         )
+
+
+def index_embedder() -> str:
+    """The embedder id recorded in build/knowledge/knowledge.json (e.g. "hashing-v1")."""
+    meta = json.loads(_knowledge_file("knowledge.json").read_text(encoding="utf-8"))
+    embedder = meta.get("embedder", {})
+    return str(embedder.get("id") if isinstance(embedder, dict) else embedder)
 
 
 def _knowledge_file(name: str) -> Path:

@@ -17,7 +17,9 @@ from constructs import Construct
 PROFILE_PREFIXES = ("global", "us", "eu", "apac", "jp", "au", "ca", "us-gov")
 
 
-def items(table_arn: str, actions: Sequence[str], leading_keys: Sequence[str]) -> iam.PolicyStatement:
+def items(
+    table_arn: str, actions: Sequence[str], leading_keys: Sequence[str]
+) -> iam.PolicyStatement:
     """``actions`` on the table, only for items whose partition key matches ``leading_keys``."""
     return iam.PolicyStatement(
         actions=[f"dynamodb:{a}" for a in actions],
@@ -59,7 +61,11 @@ def converse(model_id: str) -> list[iam.PolicyStatement]:
     """
     prefix, model = split_profile(model_id)
     if prefix is None:
-        return [iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[foundation_model_arn(model)])]
+        return [
+            iam.PolicyStatement(
+                actions=["bedrock:InvokeModel"], resources=[foundation_model_arn(model)]
+            )
+        ]
     profile_arn = (
         f"arn:{Aws.PARTITION}:bedrock:{Aws.REGION}:{Aws.ACCOUNT_ID}:inference-profile/{model_id}"
     )
@@ -77,7 +83,9 @@ def converse(model_id: str) -> list[iam.PolicyStatement]:
 
 
 def embed(model_id: str) -> iam.PolicyStatement:
-    return iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[foundation_model_arn(model_id)])
+    return iam.PolicyStatement(
+        actions=["bedrock:InvokeModel"], resources=[foundation_model_arn(model_id)]
+    )
 
 
 def apply_guardrail(guardrail_arn: str) -> iam.PolicyStatement:

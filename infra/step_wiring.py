@@ -2,14 +2,13 @@
 
 A step gets only what its code reads: its own secret's parameter NAME (never a value, and
 never another step's), the limits it enforces and the prices it computes with. A setting a
-step needs but is not given would silently fall back to its default, so tests compare this
-table with what each step's modules read.
+step reads but is not given would silently fall back to its default, so a test compares
+this table with the settings each step's modules read (tests/infra/test_step_wiring.py).
 """
 
 from __future__ import annotations
 
-BOUNDS = ("message_max_chars", "history_max_turns", "history_turn_max_chars")
-SECRET_TIMING = ("secret_grace_seconds", "secret_cache_seconds")
+SECRET_CACHE = ("secret_cache_seconds",)
 BEDROCK_TIMEOUTS = ("bedrock_connect_timeout_seconds", "bedrock_read_timeout_seconds")
 PRICING = (
     "price_input_per_mtok",
@@ -22,19 +21,25 @@ PRICING = (
     "guardrail_policy_count",
     "max_input_tokens",
     "max_output_tokens",
-    *BOUNDS,
+    "message_max_chars",
+    "history_turn_max_chars",
 )
 
 STEP_SETTINGS: dict[str, tuple[str, ...]] = {
-    "OriginVerify": ("origin_secret_param", *SECRET_TIMING, *BOUNDS, "body_max_bytes"),
-    "Quota": ("table_name", "salt_param", *SECRET_TIMING, "visitor_message_limit"),
+    "OriginVerify": (
+        "origin_secret_param",
+        "secret_grace_seconds",
+        *SECRET_CACHE,
+        "message_max_chars",
+        "history_max_turns",
+        "history_turn_max_chars",
+    ),
+    "Quota": ("table_name", "salt_param", *SECRET_CACHE, "visitor_message_limit"),
     "CostGate": (
         "table_name",
         "daily_ceiling_usd",
         "monthly_ceiling_usd",
         "visitor_cost_share",
-        "mode_cache_seconds",
-        "grounding_token_budget",
         *PRICING,
     ),
     "Retrieve": (
@@ -51,13 +56,13 @@ STEP_SETTINGS: dict[str, tuple[str, ...]] = {
         "guardrail_version",
         "guardrail_policy_count",
         "signing_key_param",
-        *SECRET_TIMING,
+        "secret_grace_seconds",
+        *SECRET_CACHE,
         "max_input_tokens",
         "max_output_tokens",
-        "grounding_token_budget",
-        *BOUNDS,
+        "history_max_turns",
         *BEDROCK_TIMEOUTS,
     ),
     "Reconcile": ("table_name", *PRICING),
-    "Degraded": ("embedding_model_id", "embedding_dimensions", "grounding_token_budget"),
+    "Degraded": (),  # the bundled index at its default path; no limit, price or secret
 }

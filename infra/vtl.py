@@ -20,7 +20,7 @@ _UNESCAPE = '.replaceAll("\\\\\'", "\'")'
 def _header(variable: str, name: str) -> str:
     # Header names are matched case-insensitively: HTTP says they are, proxies differ.
     return (
-        f"#set(${variable} = \"\")\n"
+        f'#set(${variable} = "")\n'
         f"#foreach($name in $headers.keySet())"
         f"#if($name.toLowerCase() == '{name.lower()}')#set(${variable} = $headers.get($name))#end"
         f"#end\n"

@@ -40,8 +40,7 @@ def handle(method: str, path: str, body: dict[str, Any] | None, runtime: Any) ->
 
 def _spend(body: dict[str, Any], runtime: Any) -> dict[str, Any]:
     day, month = body.get("day") or spend.today(), body.get("month")
-    if not (isinstance(day, str) and len(day) == 10 and (month is None or isinstance(month, str))):
-        raise ValueError("day is YYYY-MM-DD and month YYYY-MM")
+    spend.check_period(day, month)
     s = runtime.settings
     return dict(spend.collect(runtime.dynamodb, s.table_name, s, day=day, month=month))
 

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
 from steps.lib.errors import SettingsError
-from steps.lib.settings import Settings, cdk_context
+from steps.lib.settings import ENV_PREFIX, Settings, cdk_context
 
 DEFAULT_IP = "192.0.2.1"  # a documentation address: the local visitor
 
 
 def local_settings(**overrides: Any) -> Settings:
-    """The project's settings (cdk.json), answered offline, with command-line overrides."""
-    base = Settings.from_mapping(cdk_context()["chatguard"])
+    """The project's settings (cdk.json), then CHATGUARD_* environment variables, then the
+    command line; always answered by the offline model stand-ins."""
+    from_cdk = {ENV_PREFIX + k.upper(): str(v) for k, v in cdk_context()["chatguard"].items()}
+    base = Settings.from_env({**from_cdk, **os.environ})
     chosen = {k: v for k, v in overrides.items() if v is not None}
     return base.replace(model_backend="offline", **chosen)
 
@@ -37,18 +40,28 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     serve = sub.add_parser("serve", help="serve the chat API and demo site on loopback")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8787)
-    serve.add_argument("--trust-viewer-address", action="store_true",
-                       help="LOCAL ONLY: take the visitor from a CloudFront-Viewer-Address header")
+    serve.add_argument(
+        "--trust-viewer-address",
+        action="store_true",
+        help="LOCAL ONLY: take the visitor from a CloudFront-Viewer-Address header",
+    )
     serve.add_argument("--daily-ceiling-usd")
     serve.add_argument("--monthly-ceiling-usd")
     serve.add_argument("--visitor-message-limit", type=int)
     serve.add_argument("--body-max-bytes", type=int)
     edge = cdk_context().get("chatguard/edge", {})
-    serve.add_argument("--rate-limit", type=int, default=int(edge.get("waf_rate_limit", 20)),
-                       help="requests per address per window at the edge (default %(default)s)")
-    serve.add_argument("--rate-window", type=float,
-                       default=float(edge.get("waf_window_seconds", 120)),
-                       help="the rate rule's window in seconds (default %(default)s)")
+    serve.add_argument(
+        "--rate-limit",
+        type=int,
+        default=int(edge.get("waf_rate_limit", 20)),
+        help="requests per address per window at the edge (default %(default)s)",
+    )
+    serve.add_argument(
+        "--rate-window",
+        type=float,
+        default=float(edge.get("waf_window_seconds", 120)),
+        help="the rate rule's window in seconds (default %(default)s)",
+    )
     serve.add_argument("--quiet", action="store_true", help="no step log lines")
     serve.set_defaults(func=run_serve)
 
@@ -58,11 +71,13 @@ def run_chat(args: argparse.Namespace) -> int:
     from .render import outcome_text, quiet_logs
     from .runtime import LocalRuntime, Outcome
 
-    quiet_logs(args.verbose)
     request: dict[str, Any] = {"message": args.message}
     if args.page:
         request["page"] = args.page
-    with LocalRuntime(local_settings()) as runtime:
+    with (
+        quiet_logs(show_libraries=args.verbose, show_steps=args.verbose),
+        LocalRuntime(local_settings()) as runtime,
+    ):
         try:
             body = parse_body(json.dumps(request).encode(), runtime.settings)
             outcome = runtime.send(body, ip=args.ip)
@@ -77,8 +92,10 @@ def run_demo_command(args: argparse.Namespace) -> int:
     from .render import quiet_logs
     from .runtime import LocalRuntime
 
-    quiet_logs(args.verbose)
-    with LocalRuntime(demo_settings(local_settings())) as runtime:
+    with (
+        quiet_logs(show_libraries=args.verbose, show_steps=args.verbose),
+        LocalRuntime(demo_settings(local_settings())) as runtime,
+    ):
         outcomes = run_demo(runtime)
     expected = [403, 200, 200, 200, 503]
     return 0 if [o.status for o in outcomes] == expected else 1
@@ -89,7 +106,6 @@ def run_serve(args: argparse.Namespace) -> int:
     from .runtime import LocalRuntime
     from .server import ChatServer, EdgeOptions
 
-    quiet_logs(verbose=not args.quiet, keep_steps=True)
     try:
         settings = local_settings(
             daily_ceiling_usd=args.daily_ceiling_usd,
@@ -103,8 +119,18 @@ def run_serve(args: argparse.Namespace) -> int:
         return 2
     if args.host not in ("127.0.0.1", "::1", "localhost"):
         print("warning: serving beyond loopback; this server is for local use", file=sys.stderr)
-    with LocalRuntime(settings) as runtime:
-        server = ChatServer((args.host, args.port), runtime, options)
+    with (
+        quiet_logs(show_libraries=False, show_steps=not args.quiet),
+        LocalRuntime(settings) as runtime,
+    ):
+        try:
+            server = ChatServer((args.host, args.port), runtime, options)
+        except OSError as exc:  # the port is taken, the host is not ours, ...
+            print(
+                f"chatguard serve: cannot listen on {args.host}:{args.port}: {exc.strerror}",
+                file=sys.stderr,
+            )
+            return 2
         print(f"chatguard serving offline on {server.url} (Ctrl-C to stop)", flush=True)
         try:
             server.serve_forever()

@@ -34,42 +34,48 @@ def demo_settings(base: Settings) -> Settings:
 
 def run_demo(runtime: LocalRuntime, say: Callable[[str], None] = print) -> list[Outcome]:
     """Run the five scenes; returns their outcomes (the test checks each status)."""
-    scenes: list[tuple[str, Callable[[], Outcome]]] = [
-        ("1. a direct call that skips CloudFront (no origin header)", lambda: _direct(runtime)),
-        ("2. an ordinary visitor asks a question", lambda: runtime.send(QUESTION, ip=VISITOR)),
-        (f"3. the same visitor keeps asking (limit {runtime.settings.visitor_message_limit}/day)",
+    limits = runtime.settings
+    scenes: list[tuple[str, Callable[[], tuple[Outcome, int]]]] = [
+        ("1. a direct call that skips CloudFront (no origin header)",
+         lambda: (runtime.send(QUESTION, ip=VISITOR, origin_ok=False), 1)),
+        ("2. an ordinary visitor asks a question",
+         lambda: (runtime.send(QUESTION, ip=VISITOR), 1)),
+        (f"3. the same visitor keeps asking (limit {limits.visitor_message_limit}/day)",
          lambda: _until(runtime, "limited", lambda i: VISITOR)),
-        (f"4. a crowd of visitors until the ${runtime.settings.daily_ceiling_usd} daily ceiling",
-         lambda: _until(runtime, "degraded", lambda i: f"198.51.100.{i % 250 + 1}"
-                        if i < 250 else f"203.0.113.{i % 250 + 1}")),
-        ("5. DynamoDB becomes unavailable", lambda: _table_down(runtime)),
-    ]
+        (f"4. a crowd of visitors until the ${limits.daily_ceiling_usd} daily ceiling",
+         lambda: _until(runtime, "degraded", _crowd)),
+        ("5. DynamoDB becomes unavailable", lambda: (_table_down(runtime), 1)),
+    ]  # fmt: skip
     outcomes = []
     for title, scene in scenes:
         before = runtime.model_calls
-        outcome = scene()
+        outcome, sent = scene()
         outcomes.append(outcome)
         say(f"\n== {title}\n")
         say(outcome_text(outcome))
-        say(f"  model calls in this scene: {runtime.model_calls - before}")
-    say(f"\nspend today: {_spend(runtime)} micro-USD of a "
+        say(f"  messages sent: {sent} (the last is shown); "
+            f"model calls: {runtime.model_calls - before}")  # fmt: skip
+    say(
+        f"\nspend today: {_spend(runtime)} micro-USD of a "
         f"{runtime.settings.daily_ceiling_micros} micro-USD ceiling; "
-        f"model calls: {runtime.model_calls}")
+        f"model calls: {runtime.model_calls}"
+    )
     return outcomes
 
 
-def _direct(runtime: LocalRuntime) -> Outcome:
-    return runtime.send(QUESTION, ip=VISITOR, origin_ok=False)
+def _crowd(i: int) -> str:
+    """The i-th visitor of the crowd, from the documentation address ranges."""
+    return f"198.51.100.{i % 250 + 1}" if i < 250 else f"203.0.113.{i % 250 + 1}"
 
 
-def _until(runtime: LocalRuntime, flag: str, ip_of: Callable[[int], str]) -> Outcome:
-    """Send until a reply carries `flag`; the last outcome is the one shown."""
+def _until(runtime: LocalRuntime, flag: str, ip_of: Callable[[int], str]) -> tuple[Outcome, int]:
+    """Send until a reply carries `flag`; returns the last outcome and how many were sent."""
+    sent = 1
     outcome = runtime.send(QUESTION, ip=ip_of(0))
-    for i in range(1, MAX_CROWD):
-        if outcome.body.get(flag):
-            break
-        outcome = runtime.send(QUESTION, ip=ip_of(i))
-    return outcome
+    while not outcome.body.get(flag) and sent < MAX_CROWD:
+        outcome = runtime.send(QUESTION, ip=ip_of(sent))
+        sent += 1
+    return outcome, sent
 
 
 def _table_down(runtime: LocalRuntime) -> Outcome:

@@ -75,7 +75,9 @@ def _no_constants(name: str) -> Any:
 def parse_body(raw: bytes, settings: Settings) -> dict[str, Any]:
     """The validated request, or EdgeRefusal(400) saying what is wrong with it."""
     if len(raw) > settings.body_max_bytes:
-        raise EdgeRefusal(400, f"request body is too large (at most {settings.body_max_bytes} bytes)")
+        raise EdgeRefusal(
+            400, f"request body is too large (at most {settings.body_max_bytes} bytes)"
+        )
     if not raw.strip():
         raise EdgeRefusal(400, "request body is required (a JSON object with a message)")
     try:

@@ -7,9 +7,12 @@ Seams into moto 5.2 (read from its source; each one is undone by `stop()`):
   `Engine._invoke`, which calls ``steps.<module>.handler`` in the calling thread. A raised
   exception becomes ``x-amz-function-error: Unhandled`` + ``{errorType, errorMessage}``,
   exactly what Lambda answers, so the ASL's ``Catch`` sees the class name.
-- The engine parses the ASL with ANTLR for every execution (about 50 ms); the parsed
-  program holds no per-execution state (retry counters live in the execution's
-  environment), so it is parsed once per definition and deep-copied per execution.
+- The engine parses the ASL with ANTLR for every execution and again to validate it
+  (about 50 ms each); the parsed program holds no per-execution state (retry counters
+  live in the execution's environment), so it is parsed once per definition and shared.
+  jsonpath_ng likewise rebuilds a parser per path; parsed paths are cached.
+- moto's TransactWriteItems copies the whole table for its rollback; local/dynamo_tx.py
+  saves and restores only the items a transaction names.
 - The engine builds a new boto3 Lambda client for every task (about 5 ms, and boto3's
   default session is not safe to build clients from on many threads); one cached client
   serves every task instead. Clients are thread-safe.
@@ -31,10 +34,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import boto3
-from botocore.config import Config
 
 from statemachine import loader
 from steps.lib.stages import STAGES, Stage
+
+from . import dynamo_tx
 
 MOTO_CONFIG: dict[str, Any] = {
     "stepfunctions": {"execute_state_machine": True},
@@ -45,8 +49,13 @@ FUNCTION_PREFIX = "chatguard-"
 _ASSUME_ROLE = json.dumps(
     {
         "Version": "2012-10-17",
-        "Statement": [{"Effect": "Allow", "Principal": {"Service": "states.amazonaws.com"},
-                       "Action": "sts:AssumeRole"}],
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "states.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+            }
+        ],
     }
 )
 
@@ -77,6 +86,7 @@ class Engine:
 
         self._mock = mock_aws(config=MOTO_CONFIG)
         self._mock.start()
+        self._undo.append(dynamo_tx.install())
         self._patch_lambda_backend()
         self._patch_engine()
         self.state_machine_arn = self._deploy()
@@ -89,12 +99,26 @@ class Engine:
             self._mock = None
 
     def client(self, service: str) -> Any:
-        return boto3.client(service, region_name=self.region)
+        """A boto3 client on the emulator. Cached for the process: moto intercepts calls in a
+        global botocore hook, so a client outlives one runtime, and building one costs
+        tens of milliseconds."""
+        with _CLIENTS_LOCK:
+            key = (service, self.region)
+            if key not in _CLIENTS:
+                _CLIENTS[key] = boto3.client(service, region_name=self.region)
+            return _CLIENTS[key]
 
     # -- running -----------------------------------------------------------------------
-    def run(self, execution_input: dict[str, Any]) -> Finished:
+    def run(self, execution_input: dict[str, Any], *, over_api: bool = False) -> Finished:
+        """Start one execution with a unique name and wait for its end.
+
+        `over_api` starts and polls through the public API (StartExecution, then
+        DescribeExecution) instead of the backend object; the benchmark compares the two.
+        """
         from moto.stepfunctions.responses import get_backend
 
+        if over_api:
+            return self._run_over_api(execution_input)
         backend = get_backend(ACCOUNT, self.region)
         name = uuid.uuid4().hex
         execution = backend.start_execution(
@@ -111,6 +135,25 @@ class Engine:
         _forget(backend, execution)
         return finished
 
+    def _run_over_api(self, execution_input: dict[str, Any]) -> Finished:
+        sfn = self.client("stepfunctions")
+        arn = sfn.start_execution(
+            stateMachineArn=self.state_machine_arn, name=uuid.uuid4().hex,
+            input=json.dumps(execution_input),
+        )["executionArn"]  # fmt: skip
+        deadline, pause = time.monotonic() + self._timeout, 0.0005
+        while (described := sfn.describe_execution(executionArn=arn))["status"] == "RUNNING":
+            if time.monotonic() > deadline:
+                return Finished("TIMED_OUT", None, "local engine timeout", ())
+            time.sleep(pause)
+            pause = min(pause * 1.5, 0.005)
+        output = json.loads(described["output"]) if "output" in described else None
+        from moto.stepfunctions.responses import get_backend
+
+        backend = get_backend(ACCOUNT, self.region)
+        _forget(backend, backend.describe_execution(arn))
+        return Finished(described["status"], output, described.get("error"), ())
+
     # -- seams -------------------------------------------------------------------------
     def _patch_lambda_backend(self) -> None:
         from moto.awslambda.utils import get_backend
@@ -122,7 +165,9 @@ class Engine:
     def _invoke(
         self, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: Any
     ) -> bytes:
-        name = function_name.rsplit(":", 1)[-1] if function_name.startswith("arn:") else function_name
+        name = (
+            function_name.rsplit(":", 1)[-1] if function_name.startswith("arn:") else function_name
+        )
         stage = self._by_function[name]
         event = json.loads(body or b"{}")
         try:
@@ -139,14 +184,21 @@ class Engine:
         )
         from moto.stepfunctions.parser.asl.utils import json_path
         from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+        from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
-        lambda_client = boto3.client(
-            "lambda",
-            region_name=self.region,
-            config=Config(retries={"total_max_attempts": 1}, read_timeout=self._timeout),
-        )
+        lambda_client = self.client("lambda")
+        moto_validate = StepFunctionsParserBackend._validate_definition
+
+        def validate(definition: str) -> None:
+            try:
+                _parsed(definition)
+            except Exception:
+                moto_validate(definition)  # raises moto's own InvalidDefinition
+                raise
+
         patches: list[tuple[Any, str, Any]] = [
             (ExecutionWorker, "_get_evaluation_entrypoint", _cached_entrypoint),
+            (StepFunctionsParserBackend, "_validate_definition", staticmethod(validate)),
             (lambda_eval_utils, "boto_client_for", lambda **_kw: lambda_client),
             # jsonpath_ng builds a fresh PLY parser for every path it parses (about 1 ms,
             # a dozen times per execution); the parsed expressions are immutable.
@@ -154,7 +206,7 @@ class Engine:
             (result_path, "parse", functools.lru_cache(maxsize=256)(result_path.parse)),
         ]
         for owner, name, replacement in patches:
-            original = getattr(owner, name)
+            original = vars(owner)[name]  # the raw attribute (a staticmethod stays one)
             setattr(owner, name, replacement)
             self._undo.append(functools.partial(setattr, owner, name, original))
 
@@ -216,18 +268,24 @@ def _forget(backend: Any, execution: Any) -> None:
 
 _PARSED: dict[str, Any] = {}
 _PARSE_LOCK = threading.Lock()
+_CLIENTS: dict[tuple[str, str], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
 
 
 def _cached_entrypoint(worker: Any) -> Any:
+    return _parsed(worker._evaluation_details.state_machine_details.definition)
+
+
+def _parsed(definition: str) -> Any:
     """The parsed program of a definition, parsed once and shared by every execution.
 
     Safe to share: every component keeps per-execution state in the execution's
     environment, except a lazily drawn ``heap_key``, which is drawn here, up front, so
-    concurrent executions never race to draw it.
+    concurrent executions never race to draw it. A syntax error raises as moto's own
+    validation would (create_state_machine answers InvalidDefinition).
     """
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
-    definition = worker._evaluation_details.state_machine_details.definition
     with _PARSE_LOCK:
         if definition not in _PARSED:
             program = AmazonStateLanguageParser.parse(definition)[0]

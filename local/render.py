@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from .runtime import Outcome
@@ -44,18 +45,24 @@ def outcome_text(outcome: Outcome) -> str:
     return f"{reply_text(outcome)}\n\n{step_table(outcome.steps)}\n  total {outcome.ms:.1f} ms"
 
 
-def quiet_logs(verbose: bool, *, keep_steps: bool = False) -> None:
-    """The steps log one JSON line per invocation; a terminal session only wants the table.
-
-    moto's own error lines (an ASL Catch at work looks like an error to it) are always
-    hidden unless `verbose`; the server keeps the steps' lines unless asked to be quiet.
-    """
-    if not verbose:
-        logging.getLogger("moto").setLevel(logging.CRITICAL)
-        logging.getLogger("botocore").setLevel(logging.CRITICAL)
-    if keep_steps and verbose:
-        logging.getLogger("moto").setLevel(logging.CRITICAL)
-        return
-    if not verbose:
+@contextmanager
+def quiet_logs(*, show_libraries: bool, show_steps: bool) -> Iterator[None]:
+    """A terminal session wants the table, not every log line: hide moto's and botocore's
+    (an ASL Catch at work looks like an error to moto) and, unless asked, the steps' JSON
+    lines. Levels and the environment are restored on exit (the CLI also runs in tests)."""
+    names = ([] if show_libraries else ["moto", "botocore"]) + ([] if show_steps else ["chatguard"])
+    saved = [(logging.getLogger(name), logging.getLogger(name).level) for name in names]
+    saved_env = os.environ.get("POWERTOOLS_LOG_LEVEL")
+    for logger, _level in saved:
+        logger.setLevel(logging.CRITICAL)
+    if not show_steps:
         os.environ["POWERTOOLS_LOG_LEVEL"] = "CRITICAL"
-        logging.getLogger("chatguard").setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in saved:
+            logger.setLevel(level)
+        if saved_env is None:
+            os.environ.pop("POWERTOOLS_LOG_LEVEL", None)
+        else:
+            os.environ["POWERTOOLS_LOG_LEVEL"] = saved_env

@@ -11,6 +11,7 @@ patches process-wide state, so one runtime runs per process at a time.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -19,14 +20,14 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from steps.lib.settings import Settings
 from steps.lib.stages import STAGES, Stage
 
-from .engine import Engine, Finished
-from .tracing import StepRecord, recorder
+from .engine import Engine
+from .results import LambdaContext, Outcome, decision_of, http_reply, terminal
+from .tracing import recorder
 from .wire import Wire
 
 REGION = "us-east-1"
@@ -35,36 +36,8 @@ FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "local-fake-access-key",
     "AWS_SECRET_ACCESS_KEY": "local-fake-secret-key",
 }
-FAIL_CLOSED = {"error": "The chat is unavailable right now. Please try again later."}
 VIEWER_PORT = 50123  # the viewer's source port is not part of its identity
 _ACTIVE = threading.Lock()
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    status: int
-    body: dict[str, Any]
-    steps: tuple[StepRecord, ...]
-    request_id: str = ""
-    ms: float = 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "body": self.body,
-                "steps": [s.as_dict() for s in self.steps]}
-
-
-@dataclass(frozen=True, slots=True)
-class LambdaContext:
-    """The attributes of Lambda's context object that handlers and Powertools read."""
-
-    function_name: str
-    aws_request_id: str
-    memory_limit_in_mb: int
-    invoked_function_arn: str
-    deadline: float
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self.deadline - time.monotonic()) * 1000))
 
 
 def viewer_address(ip: str, port: int = VIEWER_PORT) -> str:
@@ -144,6 +117,7 @@ class LocalRuntime:
         ip: str,
         origin_ok: bool = True,
         headers: Mapping[str, str] | None = None,
+        over_api: bool = False,
     ) -> Outcome:
         """One request as API Gateway would start it: the execution input, then the output.
 
@@ -162,10 +136,10 @@ class LocalRuntime:
             "viewerAddress": lowered.get("cloudfront-viewer-address") or viewer_address(ip),
         }
         started = time.perf_counter()
-        finished = self._engine.run(execution_input)
+        finished = self._engine.run(execution_input, over_api=over_api)
         status, reply = http_reply(finished)
         ms = (time.perf_counter() - started) * 1000
-        trace = recorder().finish(request_id, status, ms, _terminal(finished, status))
+        trace = recorder().finish(request_id, status, ms, terminal(finished, status))
         return Outcome(status, reply, trace.steps, request_id, ms)
 
     # -- observation for tests, the demo and the benchmark -----------------------------
@@ -282,17 +256,13 @@ class LocalRuntime:
         and boto3's default session is not safe to build clients from on many threads.
         """
         for stage in STAGES:
-            try:
+            # A missing handler fails its executions closed, as on Lambda.
+            with contextlib.suppress(ImportError):
                 self._handler(stage)
-            except ImportError:
-                pass  # a missing handler fails its executions closed, as on Lambda
-        try:
-            from steps.lib import clients
+        from steps.lib import clients
 
-            clients.dynamodb()
-            clients.ssm()
-        except ImportError:
-            pass
+        clients.dynamodb()
+        clients.ssm()
 
 
 _METHODS = {"model": "converse", "embedding": "embed_query"}
@@ -323,58 +293,7 @@ class _Counted:
         return counted
 
 
-def http_reply(finished: Finished) -> tuple[int, dict[str, Any]]:
-    """The HTTP status and body API Gateway's integration response would produce.
-
-    StartSyncExecution answers 200 even when the execution failed, so the status comes
-    from the output; anything unexpected is a fail-closed 503, never a 500.
-    """
-    output = finished.output
-    if finished.status != "SUCCEEDED" or not isinstance(output, dict):
-        return 503, dict(FAIL_CLOSED)
-    status, body = output.get("statusCode"), output.get("body")
-    if not isinstance(status, int) or not isinstance(body, dict):
-        return 503, dict(FAIL_CLOSED)
-    return status, body
-
-
-_PATH_DECISIONS = {"Retrieve": "retrieved", "Invoke": "answered", "Degraded": "degraded"}
-
-
-def decision_of(state: str, result: Any) -> str:
-    """A step's decision, read from what it returned (the ASL's Choice states read the same)."""
-    if isinstance(result, dict):
-        for key in ("decision", "status"):
-            if isinstance(result.get(key), str):
-                return str(result[key])
-    return _PATH_DECISIONS.get(state, "ok")
-
-
-_TASKS = frozenset(stage.state for stage in STAGES)
-
-
-def _terminal(finished: Finished, status: int) -> tuple[StepRecord, ...]:
-    """The state that shaped the reply when it is not a Task (FailClosed, Answer, ...)."""
-    if finished.states and finished.states[-1] not in _TASKS:
-        return (StepRecord(finished.states[-1], str(status), 0.0),)
-    return ()
-
-
 def _reset_caches() -> None:
-    try:
-        from steps.lib import caches
+    from steps.lib import caches
 
-        caches.reset_all()
-        return
-    except ImportError:
-        pass
-    from steps.lib import settings as settings_module
-
-    settings_module.settings.cache_clear()
-    try:
-        from steps.lib import clients, secrets as secret_cache
-
-        clients.cache_clear()
-        secret_cache.cache_clear()
-    except ImportError:
-        pass
+    caches.reset_all()

@@ -17,15 +17,18 @@ fail-closed 503 of the contract. No address is ever logged.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import socket
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from .edge import RATE_LIMITED, EdgeRefusal, RateRule, address_key, parse_body, socket_address
-from .runtime import FAIL_CLOSED, LocalRuntime
+from .results import FAIL_CLOSED
+from .runtime import LocalRuntime
 
 log = logging.getLogger("chatguard.local.server")
 DRAIN_LIMIT = 8 * 1024 * 1024  # read (and drop) an oversize body up to this, then hang up
@@ -49,6 +52,8 @@ class ChatServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, address: tuple[str, int], runtime: LocalRuntime, options: EdgeOptions):
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
         self.runtime = runtime
         self.options = options
         self.rate_rule = RateRule(options.rate_limit, options.rate_window_seconds)
@@ -65,6 +70,7 @@ class ChatHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "chatguard-local"
     sys_version = ""
+    timeout = 30  # seconds a connection may sit idle or trickle a request (slow clients)
 
     # -- routing -----------------------------------------------------------------------
     def do_POST(self) -> None:
@@ -76,7 +82,8 @@ class ChatHandler(BaseHTTPRequestHandler):
     def do_PUT(self) -> None:
         self._guarded(self._other)
 
-    do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = do_PUT
+    do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = do_PUT
+    do_HEAD = do_GET  # the same answer without its body (see _send)
 
     def _guarded(self, route: Any) -> None:
         try:
@@ -110,7 +117,7 @@ class ChatHandler(BaseHTTPRequestHandler):
 
     def _other(self) -> None:
         self._drain()
-        self._json(405, {"error": "method not allowed"}, allow="GET, POST")
+        self._json(405, {"error": "method not allowed"}, allow=_allowed(self.path))
 
     # -- the chat API ------------------------------------------------------------------
     def _chat_at_edge(self) -> None:
@@ -224,13 +231,37 @@ class ChatHandler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(data)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        """Access log without the client address (BaseHTTPRequestHandler prints it)."""
-        log.info(json.dumps({"method": self.command, "path": self.path.split("?", 1)[0][:100],
-                             "status": args[1] if len(args) > 1 else None}))
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's own refusals (unknown method, bad request line, huge headers) as
+        JSON, and never a 5xx: an unknown method is a 405, a broken request a 400."""
+        status = 405 if code == 501 else (400 if code >= 500 else code)
+        self.close_connection = True
+        extra = {"allow": _allowed(getattr(self, "path", "") or "")} if status == 405 else {}
+        with contextlib.suppress(OSError):  # the client went away
+            self._json(status, {"error": (message or "bad request")[:200]}, **extra)
 
-    def log_error(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
+        """Access log without the client address (BaseHTTPRequestHandler prints it)."""
+        log.info(
+            json.dumps(
+                {
+                    "method": self.command,
+                    "path": self.path.split("?", 1)[0][:100],
+                    "status": args[1] if len(args) > 1 else None,
+                }
+            )
+        )
+
+    def log_error(self, format: str, *args: Any) -> None:
         log.warning(json.dumps({"http_error": (format % args)[:200]}))
+
+
+def _allowed(path: str) -> str:
+    """The methods a path answers (the Allow header of a 405, as RFC 9110 requires)."""
+    path = path.split("?", 1)[0]
+    if path in ("/chat", "/_origin/chat"):
+        return "POST"
+    return "GET, POST" if path.startswith("/_admin/") else "GET"
 
 
 def _admin_body(raw: bytes) -> dict[str, Any] | None:
@@ -245,8 +276,9 @@ def _admin_body(raw: bytes) -> dict[str, Any] | None:
     return body
 
 
-def serve_in_thread(runtime: LocalRuntime, options: EdgeOptions, host: str = "127.0.0.1",
-                    port: int = 0) -> tuple[ChatServer, threading.Thread]:
+def serve_in_thread(
+    runtime: LocalRuntime, options: EdgeOptions, host: str = "127.0.0.1", port: int = 0
+) -> tuple[ChatServer, threading.Thread]:
     """Start a server on a background thread (tests, the benchmark); port 0 = a free port."""
     server = ChatServer((host, port), runtime, options)
     thread = threading.Thread(target=server.serve_forever, name="chatguard-serve", daemon=True)

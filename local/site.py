@@ -3,8 +3,9 @@
 `handle_get(path)` answers the local server's GET requests that are not the chat API:
 
 - the pages of the site directory (``examples/site`` unless ``CHATGUARD_SITE_DIR`` names
-  another), rendered from Markdown to simple HTML with a nav between pages, at the paths the
-  indexer gives them (``posts/waf.md`` -> ``/posts/waf``, ``index.md`` -> ``/``), so the
+  another), read by the indexer's own reader with its exclusions (a page the index leaves
+  out is not served either), rendered to simple HTML with a nav between pages, at the paths
+  the indexer gives them (``posts/waf.md`` -> ``/posts/waf``, ``index.md`` -> ``/``), so the
   widget's ``page`` grounding can be tried by moving between pages;
 - ``/widget/chatguard.js`` and ``/widget/chatguard.css``, the embeddable widget itself.
 
@@ -21,7 +22,7 @@ import html
 import os
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
 from markdown_it import MarkdownIt
@@ -91,7 +92,7 @@ def load_site(directory: Path) -> dict[str, Page]:
     return _load(directory, tuple((str(f), f.stat().st_mtime_ns) for f in files))
 
 
-@cache
+@lru_cache(maxsize=4)  # one entry per edit of the site: keep only the latest few
 def _load(directory: Path, signature: tuple[tuple[str, int], ...]) -> dict[str, Page]:
     del signature  # only part of the cache key
     parsed, _excluded = collect(directory, IndexPolicy.from_context())
@@ -110,7 +111,11 @@ def render_blocks(blocks: tuple[Block, ...], source: str) -> str:
 
 def _contents(pages: dict[str, Page]) -> Page:
     """The home page of a site without an index page: the list of its pages."""
-    note = "<p>This site has no index page; its pages are listed above.</p>" if pages else ""
+    note = (
+        "<p>This site has no index page; its pages are listed in the navigation.</p>"
+        if pages
+        else ""
+    )
     return Page("/", "", "Home", note or "<p>No pages were found in the site directory.</p>")
 
 

@@ -110,7 +110,9 @@ class Recorder:
         current: _OpenStep | None = getattr(self._local, "step", None)
         return current.state if current else None
 
-    def finish(self, request_id: str, status: int, ms: float, extra: tuple[StepRecord, ...] = ()) -> Trace:
+    def finish(
+        self, request_id: str, status: int, ms: float, extra: tuple[StepRecord, ...] = ()
+    ) -> Trace:
         with self._lock:
             steps = tuple(self._open.pop(request_id, [])) + extra
             trace = Trace(request_id, status, ms, steps)

@@ -88,6 +88,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 def cmd_spend(args: argparse.Namespace) -> int:
     day = args.day or spend.today()
+    spend.check_period(day, args.month)
     if args.local:
         report = _admin(args.local, "POST", "/_admin/spend", {"day": day, "month": args.month})
     else:

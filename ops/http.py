@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 USER_AGENT = "chatguard-ops/1"
@@ -15,6 +16,7 @@ USER_AGENT = "chatguard-ops/1"
 class Reply:
     status: int
     body: dict[str, Any] | None  # None when the answer was not a JSON object
+    headers: Mapping[str, str] = field(default_factory=dict)  # names lower-cased
 
     @property
     def error(self) -> str:
@@ -39,9 +41,13 @@ def request(
     req = urllib.request.Request(url, data=data, headers=sent, method=method)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as response:
-            return Reply(response.status, _json(response.read()))
+            return Reply(response.status, _json(response.read()), _headers(response.headers))
     except urllib.error.HTTPError as exc:
-        return Reply(exc.code, _json(exc.read()))
+        return Reply(exc.code, _json(exc.read()), _headers(exc.headers))
+
+
+def _headers(message: Any) -> dict[str, str]:
+    return {name.lower(): value for name, value in (message or {}).items()}
 
 
 def _json(data: bytes) -> dict[str, Any] | None:

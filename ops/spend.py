@@ -44,6 +44,16 @@ def today() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d")
 
 
+def check_period(day: str, month: str | None) -> None:
+    """A typo would silently read empty items: refuse it instead."""
+    try:
+        datetime.strptime(day, "%Y-%m-%d")
+        if month is not None:
+            datetime.strptime(month, "%Y-%m")
+    except (TypeError, ValueError):
+        raise ValueError("--day takes YYYY-MM-DD and --month YYYY-MM") from None
+
+
 def collect(
     client: Any,
     table_name: str,

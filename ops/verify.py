@@ -8,10 +8,12 @@ way a stranger would and prints a pass/fail table:
 - schema violations through the edge: 400, before any execution;
 - forged assistant turns (a random sig, and a real sig replayed onto other text) carrying
   canary codewords: the reply must not repeat them (a 400 refusal also passes);
+- a viewer-sent ``CloudFront-Viewer-Address`` must not reach the origin (AWS does not
+  document that CloudFront overwrites it): a malformed one would fail the request closed;
 - last, because it blocks this address: a burst past the edge rate rule: 403 or 429.
 
-Only the baseline message and the forged-turn message can reach the model, so the spend is
-bounded by two worst-case reservations; it is printed before anything is sent.
+Only the baseline, the forged-turn and the viewer-address messages can reach the model, so
+the spend is bounded by three worst-case reservations; it is printed before anything is sent.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 from .http import Reply, request
 from .render import table, usd
 
-MODEL_CALLS = 2
+MODEL_CALLS = 3
 ORIGIN_HEADER = "X-Origin-Verify"
 BLOCKED = (403, 429)
 # Cheap to send, refused before any execution: what the burst is made of.
@@ -78,6 +80,7 @@ def run(
     checks = list(_origin_checks(target, send))
     checks += list(_schema_checks(target, send))
     checks += list(_forged_turn_checks(target, send))
+    checks.append(_viewer_address_check(target, send))
     checks.append(_burst_check(target, send, sleep))  # last: it blocks this address
     return checks
 
@@ -125,6 +128,7 @@ def _forged_turn_checks(target: Target, send: Send) -> Iterator[Check]:
         yield Check("baseline answer (signed)", False, _describe(baseline) + "; cannot test sigs")
         return
     yield Check("baseline answer (signed)", True, "200 with a sig")
+    yield _headers_verdict(baseline)
     canaries = [f"CANARY-{random_source.token_hex(4).upper()}" for _ in range(2)]
     history = [
         {"role": "user", "content": "Please remember a codeword for me."},
@@ -142,6 +146,15 @@ def _forged_turn_checks(target: Target, send: Send) -> Iterator[Check]:
     yield _forged_verdict(reply, canaries)
     if target.admin_url and reply is not None and reply.status == 200:
         yield _dropped_verdict(_safely(send, "GET", target.admin_url + "/trace/last"), len(history))
+
+
+def _headers_verdict(reply: Reply) -> Check:
+    """A chat reply is one visitor's: never cached, never sniffed into another type."""
+    cache = reply.headers.get("cache-control", "")
+    sniff = reply.headers.get("x-content-type-options", "")
+    ok = "no-store" in cache.lower() and sniff.lower() == "nosniff"
+    detail = f"Cache-Control: {cache or '-'}; X-Content-Type-Options: {sniff or '-'}"
+    return Check("chat reply uncacheable, nosniff", ok, detail)
 
 
 def _forged_verdict(reply: Reply | None, canaries: list[str]) -> Check:
@@ -172,6 +185,21 @@ def _dropped_verdict(trace: Reply | None, sent: int) -> Check:
     dropped = (invoke[-1].get("fields") or {}).get("dropped_turns")
     ok = dropped == sent
     return Check(name, ok, f"Invoke dropped {dropped} of {sent} history turns")
+
+
+def _viewer_address_check(target: Target, send: Send) -> Check:
+    """A visitor must not choose its own identity (a fresh quota per request).
+
+    The header names the address the quota is keyed on. If a viewer's value reached the
+    origin, this malformed one would fail the request closed (503); the edge's own value
+    gives a normal answer.
+    """
+    headers = {"CloudFront-Viewer-Address": "not-an-address:0", "X-Forwarded-For": "192.0.2.99"}
+    reply = _safely(send, "POST", target.edge_url, payload={"message": "Hello"}, headers=headers)
+    name = "viewer-sent CloudFront-Viewer-Address ignored"
+    if reply is not None and reply.status == 503:
+        return Check(name, False, "503: the viewer's own header reached the quota step")
+    return _expect(name, reply, (200,))
 
 
 def _burst_check(target: Target, send: Send, sleep: Callable[[float], None]) -> Check:

@@ -15,7 +15,9 @@ def test_defaults_equal_the_cdk_json_context():
 
 
 def test_env_overrides_are_typed():
-    s = Settings.from_env({"CHATGUARD_DAILY_CEILING_USD": "2.5", "CHATGUARD_VISITOR_MESSAGE_LIMIT": "3"})
+    s = Settings.from_env(
+        {"CHATGUARD_DAILY_CEILING_USD": "2.5", "CHATGUARD_VISITOR_MESSAGE_LIMIT": "3"}
+    )
     assert s.daily_ceiling_micros == 2_500_000
     assert s.visitor_message_limit == 3
     assert s.visitor_ceiling_micros == 125_000
@@ -35,7 +37,7 @@ def test_env_overrides_are_typed():
     ],
 )
 def test_invalid_settings_raise_one_clear_error(env):
-    with pytest.raises(SettingsError, match="settings?"):
+    with pytest.raises(SettingsError, match=r"settings?"):
         Settings.from_env(env)
 
 

@@ -43,5 +43,8 @@ def test_no_retry_on_states_that_spend_or_count():
 
 
 def test_substitution_leaves_nothing_unresolved():
-    subs = {stage.placeholder: f"arn:aws:lambda:us-east-1:123456789012:function:{stage.state}" for stage in STAGES}
+    subs = {
+        stage.placeholder: f"arn:aws:lambda:us-east-1:123456789012:function:{stage.state}"
+        for stage in STAGES
+    }
     assert "${" not in loader.substitute(subs)

@@ -30,7 +30,7 @@
   // One friendly line per outcome; `notice` kinds are the widget's own words, never HTML.
   var NOTICES = {
     degraded: "Reduced service: here is the closest section of this site",
-    limited: "You have reached today's message limit for this chat",
+    limited: "Daily message limit reached",
     http400: "That message could not be sent as written. Please shorten or rephrase it.",
     http403: "The chat is not accepting messages from your connection right now. " +
       "Please wait a minute and try again.",
@@ -98,16 +98,23 @@
     return turns.slice(-HISTORY_TURNS);
   }
 
+  // The notice is already the entry's headline: a reply opening with the same words would
+  // say it twice.
+  function withoutLead(reply, notice) {
+    if (reply.toLowerCase().indexOf(notice.toLowerCase()) !== 0) return reply;
+    return reply.slice(notice.length).replace(/^[\s.:!\u2014-]+/, "");
+  }
+
   // Maps one HTTP outcome to the entry the transcript shows.
   function entryFor(status, body) {
     var reply = body && typeof body.reply === "string" ? body.reply : "";
     if (status === 200 && body && body.limited === true) {
       return { role: "assistant", kind: "limited", notice: NOTICES.limited,
-        content: reply || "You can ask again tomorrow." };
+        content: reply || "You have used today's messages for this chat. Ask again tomorrow." };
     }
     if (status === 200 && body && body.degraded === true) {
-      return { role: "assistant", kind: "degraded", content: reply, notice: NOTICES.degraded,
-        sources: cleanSources(body.sources) };
+      return { role: "assistant", kind: "degraded", notice: NOTICES.degraded,
+        content: withoutLead(reply, NOTICES.degraded), sources: cleanSources(body.sources) };
     }
     if (status === 200 && reply) {
       return { role: "assistant", kind: "answer", content: reply,
@@ -290,9 +297,13 @@
       this._entries.push(entry);
       this._save();
       var item = this._render(entry);
-      // A long reply is read from its start: scroll its top into view, not the log's end
-      // (scrollTo clamps, so a short reply still ends up at the bottom).
-      this._scrollTo(entry.role === "assistant" ? item.offsetTop - 12 : this._log.scrollHeight);
+      if (entry.role !== "assistant") return this._scrollToEnd();
+      // A long reply is read from its start: show the question and the reply's first lines
+      // rather than the log's end (scrollTo clamps, so a short reply ends at the bottom).
+      var question = item.previousElementSibling;
+      var top = item.offsetTop - 12;
+      if (question) top = Math.max(question.offsetTop - 12, top - this._log.clientHeight / 3);
+      this._scrollTo(top);
     }
 
     _render(entry) {

@@ -23,9 +23,7 @@ class AlertTopic(Construct):
         allow_budgets: bool,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.topic = sns.Topic(
-            self, "Topic", display_name="chatguard alerts", enforce_ssl=True
-        )
+        self.topic = sns.Topic(self, "Topic", display_name="chatguard alerts", enforce_ssl=True)
         for address in emails:
             self.topic.add_subscription(subscriptions.EmailSubscription(address))
         if allow_budgets:

@@ -66,7 +66,7 @@ class ChatApi(Construct):
         self.api = apigw.RestApi(
             self,
             "Api",
-            description="chatguard chat API (behind CloudFront; direct calls fail the origin check)",
+            description="chatguard chat API behind CloudFront",
             endpoint_types=[apigw.EndpointType.REGIONAL],
             cloud_watch_role=True,
             deploy_options=apigw.StageOptions(
@@ -104,9 +104,7 @@ class ChatApi(Construct):
         )
         self._suppressions()
 
-    def _chat_method(
-        self, state_machine: sfn.IStateMachine, timeout: Duration
-    ) -> apigw.Method:
+    def _chat_method(self, state_machine: sfn.IStateMachine, timeout: Duration) -> apigw.Method:
         integration = apigw.AwsIntegration(
             service="states",
             action="StartSyncExecution",

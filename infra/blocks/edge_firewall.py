@@ -46,7 +46,13 @@ def _chat_path() -> wafv2.CfnWebACL.StatementProperty:
 
 class EdgeFirewall(Construct):
     def __init__(
-        self, scope: Construct, construct_id: str, *, name: str, edge: EdgeConfig, body_max_bytes: int
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        name: str,
+        edge: EdgeConfig,
+        body_max_bytes: int,
     ) -> None:
         super().__init__(scope, construct_id)
         self.web_acl_name = name
@@ -84,7 +90,9 @@ class EdgeFirewall(Construct):
             priority=0,
             action=wafv2.CfnWebACL.RuleActionProperty(block={}),
             statement=wafv2.CfnWebACL.StatementProperty(
-                and_statement=wafv2.CfnWebACL.AndStatementProperty(statements=[_chat_path(), too_big])
+                and_statement=wafv2.CfnWebACL.AndStatementProperty(
+                    statements=[_chat_path(), too_big]
+                )
             ),
             visibility_config=_visibility(SIZE_RULE),
         )

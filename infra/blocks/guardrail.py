@@ -24,7 +24,12 @@ BLOCKED_OUTPUT = "Sorry, I can't answer that here."
 
 class ChatGuardrail(Construct):
     def __init__(
-        self, scope: Construct, construct_id: str, *, name: str, denied_topics: Sequence[DeniedTopic]
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        name: str,
+        denied_topics: Sequence[DeniedTopic],
     ) -> None:
         super().__init__(scope, construct_id)
         filters = [

@@ -60,17 +60,36 @@ class ChatMonitoring(Construct):
         super().__init__(scope, construct_id)
         hourly_spend = int(settings.daily_ceiling_micros * ops.hourly_spend_alarm_share)
         for name, metric, threshold, text in (
-            ("OriginRejectedSpike", decision_metric("OriginRejected"),
-             ops.origin_rejected_alarm_threshold,
-             "Many requests without a valid origin header: someone is calling the API directly."),
-            ("FailClosed", decision_metric("FailClosed"), 1,
-             "A step failed closed (DynamoDB, SSM, the index or a bug): visitors got a 503."),
-            ("DegradedAnswers", decision_metric("Degraded"), ops.degraded_alarm_threshold,
-             "Visitors are getting degraded answers: a ceiling tripped or the mode is not normal."),
-            ("ReservationOpen", decision_metric("ReservationOpen"), 1,
-             "A reservation could not be settled: spend is over-counted until its day ends."),
-            ("HourlySpend", decision_metric("CostMicros", Duration.hours(1)), hourly_spend,
-             f"Model spend in one hour reached {ops.hourly_spend_alarm_share} of the daily ceiling."),
+            (
+                "OriginRejectedSpike",
+                decision_metric("OriginRejected"),
+                ops.origin_rejected_alarm_threshold,
+                "Many requests without a valid origin header: someone is calling the API directly.",
+            ),
+            (
+                "FailClosed",
+                decision_metric("FailClosed"),
+                1,
+                "A step failed closed (DynamoDB, SSM, the index or a bug): visitors got a 503.",
+            ),
+            (
+                "DegradedAnswers",
+                decision_metric("Degraded"),
+                ops.degraded_alarm_threshold,
+                "Visitors get degraded answers: a ceiling tripped or the mode is not normal.",
+            ),
+            (
+                "ReservationOpen",
+                decision_metric("ReservationOpen"),
+                1,
+                "A reservation could not be settled: spend is over-counted until its day ends.",
+            ),
+            (
+                "HourlySpend",
+                decision_metric("CostMicros", Duration.hours(1)),
+                hourly_spend,
+                f"Spend in one hour reached {ops.hourly_spend_alarm_share} of the daily ceiling.",
+            ),
         ):
             alarm(self, name, metric=metric, threshold=threshold, description=text, topic=topic)
         self.dashboard = cw.Dashboard(self, "Dashboard", default_interval=Duration.hours(24))
@@ -146,6 +165,6 @@ class EdgeMonitoring(Construct):
             "RateRuleBlocked",
             metric=blocked,
             threshold=threshold,
-            description="The /chat rate rule blocked many requests: a client is hammering the chat.",
+            description="The /chat rate rule blocked many requests: a client hammers the chat.",
             topic=topic,
         )

@@ -77,12 +77,8 @@ class GeneratedSecrets(Construct):
                 resource_type=RESOURCE_TYPE,
                 properties={
                     "ParameterName": name,
-                    "Description": f"chatguard {key.replace('_', ' ')} (JSON: current, previous, rotated_at)",
-                    **(
-                        {"Expose": "current", "ReadNonce": read_nonce}
-                        if key == exposed
-                        else {}
-                    ),
+                    "Description": f"chatguard {key.replace('_', ' ')}: JSON current/previous",
+                    **({"Expose": "current", "ReadNonce": read_nonce} if key == exposed else {}),
                 },
             )
         self.names = dict(names)

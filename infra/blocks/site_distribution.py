@@ -127,7 +127,9 @@ class SiteDistribution(Construct):
             compress=False,
         )
 
-    def _security_headers(self, construct_id: str, *, no_store: bool) -> cloudfront.ResponseHeadersPolicy:
+    def _security_headers(
+        self, construct_id: str, *, no_store: bool
+    ) -> cloudfront.ResponseHeadersPolicy:
         custom = (
             cloudfront.ResponseCustomHeadersBehavior(
                 custom_headers=[

@@ -32,7 +32,7 @@ class StepAlarms(Construct):
             "Errors",
             metric=function.metric_errors(period=FIVE_MINUTES, statistic="Sum"),
             threshold=1,
-            description=f"{name}: the Lambda raised (the request failed closed or a reservation stands).",
+            description=f"{name}: the Lambda raised (failed closed, or a reservation stands).",
             topic=topic,
         )
         self.throttles = alarm(

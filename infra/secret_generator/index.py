@@ -20,6 +20,7 @@ rotated value and never an old one. Nothing here logs a value or the response da
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import secrets
@@ -118,10 +119,8 @@ def _create(ssm: Any, name: str, description: str) -> None:
 def _delete(ssm: Any, name: str) -> None:
     if not name.startswith("/"):
         return  # a Create that failed before making anything
-    try:
+    with contextlib.suppress(ssm.exceptions.ParameterNotFound):
         ssm.delete_parameter(Name=name)
-    except ssm.exceptions.ParameterNotFound:
-        pass
 
 
 def _put(url: str, reply: dict[str, Any]) -> None:
@@ -129,5 +128,5 @@ def _put(url: str, reply: dict[str, Any]) -> None:
     request = urllib.request.Request(
         url, data=body, method="PUT", headers={"Content-Type": "", "Content-Length": str(len(body))}
     )
-    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 (presigned S3 URL)
+    with urllib.request.urlopen(request, timeout=30) as response:
         response.read()

@@ -6,15 +6,13 @@ in ``_steps``: what a step may touch and what it is told about are read together
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Duration, Environment, Stack
+from aws_cdk import Annotations, CfnOutput, Duration, Environment, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra import nag
 from infra import permissions as allow
-from infra.bundling import GATE_ASSET, RETRIEVAL_ASSET, step_code
-from infra.config import RETENTION_DAYS, DeployConfig
 from infra.blocks.alert_topic import AlertTopic
 from infra.blocks.budgets import SpendBudgets
 from infra.blocks.chat_api import ChatApi
@@ -25,7 +23,10 @@ from infra.blocks.pipeline_step import PipelineStep
 from infra.blocks.secrets import GeneratedSecrets
 from infra.blocks.site_distribution import SiteDistribution
 from infra.blocks.workflow import ChatWorkflow
+from infra.bundling import GATE_ASSET, RETRIEVAL_ASSET, index_embedder, step_code
+from infra.config import RETENTION_DAYS, DeployConfig
 from infra.step_wiring import STEP_SETTINGS
+from steps.lib.knowledge import bedrock_embedder_id
 from steps.lib.settings import PROJECT_ROOT, Settings
 from steps.lib.stages import STAGES, Stage
 
@@ -71,6 +72,7 @@ class ChatStack(Stack):
             guardrail_version=self.guardrail.version.attr_version,
             guardrail_policy_count=self.guardrail.policy_count,
         )
+        self._check_index(runtime)
         self.steps = self._steps(runtime, config)
         self.workflow = ChatWorkflow(
             self,
@@ -100,7 +102,7 @@ class ChatStack(Stack):
             widget_dir=WIDGET_DIR,
             demo_page=DEMO_PAGE,
         )
-        SpendBudgets(
+        self.budgets = SpendBudgets(
             self,
             "Budgets",
             name_prefix=self.stack_name,
@@ -167,21 +169,45 @@ class ChatStack(Stack):
             "IAM5",
             "An inference profile routes the call to the same model in other Regions, so the "
             "model ARN has a Region wildcard; the condition only allows it through this profile.",
-            applies_to=[nag.regex(r"^Resource::arn:<AWS::Partition>:bedrock:\*?::foundation-model/.*$")],
+            applies_to=[
+                nag.regex(r"^Resource::arn:<AWS::Partition>:bedrock:\*?::foundation-model/.*$")
+            ],
         )
         return steps
+
+    def _check_index(self, runtime: Settings) -> None:
+        """Warn when the bundled index was embedded by another model than Retrieve will use.
+
+        A mismatch deploys fine but every Retrieve fails closed (KnowledgeError), so it is
+        said at synth time. The offline sample index (hashing embedder) triggers it on purpose.
+        """
+        if runtime.model_backend != "bedrock":
+            return
+        wanted = bedrock_embedder_id(runtime.embedding_model_id, runtime.embedding_dimensions)
+        built = index_embedder()
+        if built != wanted:
+            Annotations.of(self).add_warning_v2(
+                "chatguard:index-embedder",
+                f"build/knowledge was embedded with {built!r}, but Retrieve embeds queries with "
+                f"{wanted!r}: run `chatguard index SITE --out build/knowledge --embedder titan` "
+                "before deploying, or every chat message fails closed.",
+            )
 
     def _outputs(self) -> None:
         CfnOutput(self, "SiteUrl", value=f"https://{self.site.distribution.domain_name}")
         CfnOutput(self, "DistributionId", value=self.site.distribution.distribution_id)
         CfnOutput(self, "ApiId", value=self.api.api.rest_api_id)
+        # Not a secret: a direct call without the origin header is refused (chatguard verify).
+        CfnOutput(self, "ApiUrl", value=self.api.api.url_for_path("/chat"))
+        CfnOutput(self, "ModelBudgetName", value=f"{self.stack_name}-model-monthly")
         CfnOutput(self, "TableName", value=self.ledger.table.table_name)
         CfnOutput(self, "StateMachineArn", value=self.workflow.state_machine.state_machine_arn)
         CfnOutput(self, "AlertTopicArn", value=self.alerts.topic.topic_arn)
 
 
 def _environment(runtime: Settings, stage: Stage) -> dict[str, str]:
-    env = runtime.to_env(*STEP_SETTINGS[stage.state])
+    names = STEP_SETTINGS[stage.state]
+    env = runtime.to_env(*names) if names else {}  # to_env() with no name means every one
     # Powertools: JSON logs at INFO (one line in, one out), EMF metrics under our namespace.
     env["POWERTOOLS_SERVICE_NAME"] = "chatguard"
     env["POWERTOOLS_LOG_LEVEL"] = "INFO"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from aws_cdk import CfnOutput, Environment, Stack
 from constructs import Construct
 
-from infra.config import DeployConfig
 from infra.blocks.alert_topic import AlertTopic
 from infra.blocks.edge_firewall import RATE_RULE, EdgeFirewall
 from infra.blocks.monitoring import EdgeMonitoring
+from infra.config import DeployConfig
 
 
 class EdgeStack(Stack):

@@ -14,61 +14,43 @@ import hashlib
 import random
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from .errors import ChatguardError, DependencyUnavailable, ReconcileError
+from .ledger_items import (
+    ITEM_DAY,
+    ITEM_MODE,
+    ITEM_MONTH,
+    ITEM_RESERVATION,
+    ITEM_VISITOR,
+    MODE_KEY,
+    Ceilings,
+    Key,
+    Reservation,
+    day_expiry,
+    day_key,
+    month_expiry,
+    month_key,
+    month_of,
+    reservation_items,
+    reservation_key,
+    settlement_items,
+    visitor_key,
+)
 
-DAY_SECONDS = 86_400
+# The key helpers and records are part of this module's API (the ops CLI reads spend
+# through them); they live in ledger_items.py, which builds items and does no I/O.
+__all__ = [
+    "MODES", "MODE_KEY", "Ceilings", "Key", "Mode", "QuotaResult", "Refusal", "Reservation",
+    "Settlement", "count_message", "day_expiry", "day_key", "get_item", "month_expiry",
+    "month_key", "month_of", "read_cost", "read_mode", "reconcile", "reservation_key",
+    "reserve", "visitor_key",
+]  # fmt: skip
+
 Mode = Literal["normal", "degraded", "off"]
 MODES: tuple[Mode, ...] = ("normal", "degraded", "off")
-Key = dict[str, dict[str, str]]
-
-# Items of the reservation transaction, in order: CancellationReasons are reported per item.
-_DAY, _MONTH, _VISITOR, _RESERVATION, _MODE = range(5)
 # TransactionConflict means nothing was written: safe to try again.
 _CONFLICT_ATTEMPTS = 4
-_ADD_COST = "ADD costMicros :r SET expiresAt = if_not_exists(expiresAt, :exp)"
-_SETTLE = "SET #status = :settled, actualMicros = :actual, settledAt = :now"
-
-
-def _key(pk: str, sk: str) -> Key:
-    return {"pk": {"S": pk}, "sk": {"S": sk}}
-
-
-def day_key(day: str) -> Key:
-    return _key("GLOBAL", day)
-
-
-def month_key(month: str) -> Key:
-    return _key("GLOBAL", f"MONTH#{month}")
-
-
-def visitor_key(visitor: str, day: str) -> Key:
-    return _key(f"VISITOR#{visitor}", day)
-
-
-def reservation_key(request_id: str) -> Key:
-    return _key(f"RES#{request_id}", "RES")
-
-
-MODE_KEY: Key = _key("CONFIG", "MODE")
-
-
-def month_of(day: str) -> str:
-    return day[:7]
-
-
-def day_expiry(day: str) -> int:
-    """End of the day plus two days: long enough for any late reconcile, then TTL."""
-    start = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC)
-    return int(start.timestamp()) + 3 * DAY_SECONDS
-
-
-def month_expiry(month: str) -> int:
-    start = datetime.strptime(month, "%Y-%m").replace(tzinfo=UTC)
-    # 40 days from the month's first day: at least nine days past its end.
-    return int(start.timestamp()) + 40 * DAY_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,24 +60,8 @@ class QuotaResult:
 
 
 @dataclass(frozen=True, slots=True)
-class Reservation:
-    id: str
-    reserved_micros: int
-    day: str
-    month: str
-    visitor: str
-
-
-@dataclass(frozen=True, slots=True)
 class Refusal:
     reason: Literal["ceiling", "mode"]
-
-
-@dataclass(frozen=True, slots=True)
-class Ceilings:
-    day: int
-    month: int
-    visitor: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +137,7 @@ def reserve(
     month = month_of(day)
     if micros > min(ceilings.day, ceilings.month, ceilings.visitor):
         return Refusal("ceiling")  # a new item would pass attribute_not_exists: refuse here
-    items = _reservation_items(table, request_id, visitor, day, micros, ceilings, now)
+    items = reservation_items(table, request_id, visitor, day, micros, ceilings, now)
     for attempt in range(_CONFLICT_ATTEMPTS):
         response, reasons = _call(
             "TransactWriteItems (reserve)",
@@ -192,69 +158,13 @@ def reserve(
 
 def _refusal(reasons: list[str]) -> Refusal | None:
     failed = {i for i, code in enumerate(reasons) if code == "ConditionalCheckFailed"}
-    if _MODE in failed:
+    if ITEM_MODE in failed:
         return Refusal("mode")
-    if failed & {_DAY, _MONTH, _VISITOR}:
+    if failed & {ITEM_DAY, ITEM_MONTH, ITEM_VISITOR}:
         return Refusal("ceiling")
-    if _RESERVATION in failed:
+    if ITEM_RESERVATION in failed:
         raise ChatguardError("a reservation for this request id already exists")
     return None
-
-
-def _reservation_items(
-    table: str, request_id: str, visitor: str, day: str, micros: int, ceilings: Ceilings, now: float
-) -> list[dict[str, Any]]:
-    month = month_of(day)
-    totals = (
-        (day_key(day), ceilings.day, day_expiry(day)),
-        (month_key(month), ceilings.month, month_expiry(month)),
-        (visitor_key(visitor, day), ceilings.visitor, day_expiry(day)),
-    )
-    items: list[dict[str, Any]] = [
-        {
-            "Update": {
-                "TableName": table,
-                "Key": key,
-                "UpdateExpression": _ADD_COST,
-                "ConditionExpression": "attribute_not_exists(costMicros) OR costMicros <= :max",
-                "ExpressionAttributeValues": {
-                    ":r": {"N": str(micros)},
-                    ":max": {"N": str(ceiling - micros)},
-                    ":exp": {"N": str(expiry)},
-                },
-            }
-        }
-        for key, ceiling, expiry in totals
-    ]
-    record = {
-        "reservedMicros": {"N": str(micros)},
-        "status": {"S": "open"},
-        "expiresAt": {"N": str(int(now) + 2 * DAY_SECONDS)},
-        "day": {"S": day},
-        "month": {"S": month},
-        "visitor": {"S": visitor},
-    }
-    items.append(
-        {
-            "Put": {
-                "TableName": table,
-                "Item": {**reservation_key(request_id), **record},
-                "ConditionExpression": "attribute_not_exists(pk)",
-            }
-        }
-    )
-    items.append(
-        {
-            "ConditionCheck": {
-                "TableName": table,
-                "Key": MODE_KEY,
-                "ConditionExpression": "attribute_not_exists(#mode) OR #mode = :normal",
-                "ExpressionAttributeNames": {"#mode": "mode"},
-                "ExpressionAttributeValues": {":normal": {"S": "normal"}},
-            }
-        }
-    )
-    return items
 
 
 def _token(request_id: str) -> str:
@@ -273,40 +183,7 @@ def reconcile(
     somehow cost more than reserved, the totals go up: never under-count real spend.
     """
     delta = actual_micros - reservation.reserved_micros
-    items: list[dict[str, Any]] = [
-        {
-            "Update": {
-                "TableName": table,
-                "Key": reservation_key(reservation.id),
-                "UpdateExpression": _SETTLE,
-                "ConditionExpression": "#status = :open AND reservedMicros = :reserved",
-                "ExpressionAttributeNames": {"#status": "status"},
-                "ExpressionAttributeValues": {
-                    ":settled": {"S": "settled"},
-                    ":open": {"S": "open"},
-                    ":actual": {"N": str(actual_micros)},
-                    ":reserved": {"N": str(reservation.reserved_micros)},
-                    ":now": {"N": str(int(now))},
-                },
-            }
-        }
-    ]
-    keys = (
-        day_key(reservation.day),
-        month_key(reservation.month),
-        visitor_key(reservation.visitor, reservation.day),
-    )
-    items += [
-        {
-            "Update": {
-                "TableName": table,
-                "Key": key,
-                "UpdateExpression": "ADD costMicros :delta",
-                "ExpressionAttributeValues": {":delta": {"N": str(delta)}},
-            }
-        }
-        for key in keys
-    ]
+    items = settlement_items(table, reservation, actual_micros, now)
     response, reasons = _call(
         "TransactWriteItems (reconcile)", client.transact_write_items, TransactItems=items
     )

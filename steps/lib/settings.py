@@ -173,7 +173,7 @@ def _problems(s: Settings) -> list[str]:
         (Decimal(0) < s.visitor_cost_share <= 1, "visitor_cost_share must be in (0, 1]"),
         (s.max_input_tokens > 0 and s.max_output_tokens > 0, "token bounds must be > 0"),
         (0 < s.grounding_token_budget < s.max_input_tokens, "grounding budget must fit input"),
-        (0 < s.message_max_chars and 0 <= s.history_max_turns, "message/history bounds"),
+        (s.message_max_chars > 0 and s.history_max_turns >= 0, "message/history bounds"),
         (s.body_max_bytes > 0, "body_max_bytes must be > 0"),
         (s.model_backend in ("bedrock", "offline"), "model_backend must be bedrock|offline"),
         (bool(s.model_id and s.table_name), "model_id and table_name are required"),

@@ -117,7 +117,17 @@ def page(context: BrowserContext) -> Iterator[Page]:
 
 
 def screenshot(page: Page, name: str) -> Path:
+    """Save the page once the widget's conversation has stopped (smooth) scrolling."""
     OUTPUT.mkdir(parents=True, exist_ok=True)
+    read = "() => document.querySelector('chatguard-chat')?.shadowRoot?.querySelector('.log')" \
+        "?.scrollTop ?? 0"  # fmt: skip
+    last = None
+    for _ in range(30):
+        now = page.evaluate(read)
+        if now == last:
+            break
+        last = now
+        page.wait_for_timeout(100)
     path = OUTPUT / f"{name}.png"
     page.screenshot(path=str(path))
     return path

@@ -6,7 +6,7 @@ scroll region are all checked, in the light and the dark colour scheme.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
@@ -30,7 +30,7 @@ def violations(results: Any) -> list[str]:
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_the_widget_passes_axe_with_a_conversation_open(
-    browser: Browser, chat_server: str, scheme: str
+    browser: Browser, chat_server: str, scheme: Literal["light", "dark"]
 ) -> None:
     context = browser.new_context(
         color_scheme=scheme, extra_http_headers={"CloudFront-Viewer-Address": visitor_address()}

@@ -248,3 +248,41 @@ def test_dark_scheme_and_reduced_motion_are_respected(browser: Any, chat_server:
     assert styles["light"] == ["rgb(255, 255, 255)", "cg-rise"]
     background, animation = styles["dark"]
     assert background != "rgb(255, 255, 255)" and animation == "none"
+
+
+def test_new_chat_forgets_the_conversation(page: Page, chat_server: str) -> None:
+    page.route("**/chat", fulfil(200, {"reply": "an answer", "sources": [], "sig": "s"}))
+    page.goto(chat_server + "/")
+    widget = Widget(page).open()
+    widget.ask("remember me")
+    widget.host.get_by_role("button", name="New chat").click()
+    expect(widget.host.locator(".msg")).to_have_count(0)
+    assert widget.active_element().startswith("textarea")
+    page.reload()
+    expect(widget.panel).to_be_visible()
+    expect(widget.host.locator(".msg")).to_have_count(0)
+    _, body = widget.ask_and_capture("fresh start")
+    assert body["history"] == []
+
+
+def test_the_endpoint_and_heading_come_from_attributes(page: Page, chat_server: str) -> None:
+    page.route("**/api/ask", fulfil(200, {"reply": "from the other endpoint", "sources": [],
+                                          "sig": "s"}))  # fmt: skip
+    page.goto(chat_server + "/")
+    page.evaluate(
+        """() => {
+        const el = document.createElement('chatguard-chat');
+        el.setAttribute('endpoint', '/api/ask');
+        el.setAttribute('heading', 'Ask Kestrel');
+        el.setAttribute('label', 'Questions?');
+        document.querySelector('chatguard-chat').replaceWith(el);
+    }"""
+    )
+    host = page.locator("chatguard-chat")
+    host.get_by_role("button", name="Questions?").click()
+    expect(host.get_by_role("dialog", name="Ask Kestrel")).to_be_visible()
+    with page.expect_request("**/api/ask") as sent:
+        host.get_by_role("textbox", name="Your message").fill("where does this go?")
+        host.get_by_role("button", name="Send").click()
+    assert json.loads(sent.value.post_data or "{}")["message"] == "where does this go?"
+    expect(host.locator(".msg.assistant .text")).to_have_text("from the other endpoint")

@@ -151,3 +151,14 @@ def test_python_dash_m_indexer_and_the_chatguard_subcommand(tmp_path: Path) -> N
 
     args = build_parser().parse_args(["index", str(SAMPLE_SITE), "--out", str(out)])
     assert args.func is cli.run
+
+
+def test_a_page_that_is_not_utf8_is_refused_by_name(
+    make_site: Callable[[dict[str, str]], Path], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    site = make_site({"ok.md": PROSE})
+    (site / "latin1.md").write_bytes("Caf\xe9 notes".encode("latin-1"))
+    assert cli.main([str(site), "--out", str(tmp_path / "out")]) == 1
+    assert "latin1.md is not UTF-8" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +78,7 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synth]:
         chat=Template.from_json(_template(outdir, CHAT_STACK)),
         edge=Template.from_json(_template(outdir, EDGE_STACK)),
     )
+    shutil.rmtree(outdir, ignore_errors=True)  # ~150 MB of bundled assets per session
 
 
 def _template(outdir: Path, name: str) -> dict[str, Any]:

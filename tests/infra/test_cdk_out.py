@@ -80,9 +80,9 @@ def _our_files(synth):
         yield path
 
 
-def test_cdk_out_holds_no_raw_ip_address(synth):
+def raw_ips(paths) -> list[tuple[str, str]]:
     found = []
-    for path in _our_files(synth):
+    for path in paths:
         for match in IPV4.finditer(path.read_bytes()):
             try:
                 ip = ipaddress.ip_address(match.group(1).decode())
@@ -90,7 +90,17 @@ def test_cdk_out_holds_no_raw_ip_address(synth):
                 continue  # a version number such as 1.44.8.0 is not an address
             if not any(ip in net for net in DOCUMENTATION):
                 found.append((path.name, str(ip)))
-    assert found == []
+    return found
+
+
+def test_the_ip_scan_finds_a_planted_address_and_spares_documentation_ranges(tmp_path):
+    planted = tmp_path / "template.json"
+    planted.write_text('{"a": "10.20.30.40", "b": "192.0.2.7", "v": "1.44.8.0.1"}')
+    assert raw_ips([planted]) == [("template.json", "10.20.30.40")]
+
+
+def test_cdk_out_holds_no_raw_ip_address(synth):
+    assert raw_ips(_our_files(synth)) == []
 
 
 def test_cdk_out_holds_no_secret_value(synth):
@@ -103,6 +113,31 @@ def test_cdk_out_holds_no_secret_value(synth):
             assert resource["Type"] != "AWS::SSM::Parameter"
             env = resource["Properties"].get("Environment", {}).get("Variables", {})
             for key, value in env.items():
-                assert not re.search(r"SECRET|SALT|KEY", key) or key.endswith("_PARAM"), key
+                if re.search(r"SECRET|SALT|SIGNING", key):  # a name or a duration, never a value
+                    assert str(value).startswith("/") or str(value).isdigit(), key
         outputs = json.dumps(template.get("Outputs", {}))
         assert "Secrets" not in outputs, "no output may reference a generated secret"
+
+
+def test_gate_handlers_import_from_their_bundle_alone_with_the_pinned_boto3(synth):
+    import subprocess
+    import sys
+
+    root = _asset_dir(synth, "Quota")
+    code = (
+        "import importlib, botocore, sys\n"
+        "for m in ('origin_verify', 'quota', 'cost_gate', 'invoke', 'reconcile'):\n"
+        "    assert callable(importlib.import_module('steps.' + m).handler)\n"
+        "assert botocore.__file__.startswith(sys.argv[1]), botocore.__file__\n"
+        "print(botocore.__version__)\n"
+    )
+    # -S: no site-packages, so nothing outside the bundle (and no numpy) can be imported.
+    result = subprocess.run(
+        [sys.executable, "-S", "-B", "-c", code, str(root)],
+        env={"PYTHONPATH": str(root), "PATH": ""},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-1500:]
+    assert result.stdout.strip() == "1.44.8"

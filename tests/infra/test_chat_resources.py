@@ -81,7 +81,11 @@ def test_each_step_gets_only_its_own_settings_and_secret_names(synth):
         assert ours == {n.upper() for n in STEP_SETTINGS[stage.state]}, stage.state
         for key in ours & secret_params:
             assert env[ENV_PREFIX + key].startswith("/"), "a parameter name, never a value"
-    owners = {"ORIGIN_SECRET_PARAM": "OriginVerify", "SALT_PARAM": "Quota", "SIGNING_KEY_PARAM": "Invoke"}
+    owners = {
+        "ORIGIN_SECRET_PARAM": "OriginVerify",
+        "SALT_PARAM": "Quota",
+        "SIGNING_KEY_PARAM": "Invoke",
+    }
     for key, owner in owners.items():
         holders = [s.state for s in STAGES if key.lower() in STEP_SETTINGS[s.state]]
         assert holders == [owner]
@@ -106,11 +110,15 @@ def test_state_machine_definition_is_the_asl_with_every_placeholder_substituted(
         logical_id, _ = function_of(synth, stage.state)
         assert subs[stage.placeholder] == {"Fn::GetAtt": [logical_id, "Arn"]}
     body = props["DefinitionString"]
-    text = body if isinstance(body, str) else "".join(
-        p if isinstance(p, str) else "" for p in body["Fn::Join"][1]
+    text = (
+        body
+        if isinstance(body, str)
+        else "".join(p if isinstance(p, str) else "" for p in body["Fn::Join"][1])
     )
     assert text == loader.definition_text()
-    rendered = loader.substitute({k: f"arn:aws:lambda:eu-west-1:123456789012:function:{k}" for k in subs})
+    rendered = loader.substitute(
+        {k: f"arn:aws:lambda:eu-west-1:123456789012:function:{k}" for k in subs}
+    )
     assert "${" not in rendered
     assert json.loads(rendered)["StartAt"] == "OriginVerify"
 
@@ -179,8 +187,12 @@ def test_every_step_has_error_throttle_and_p99_duration_alarms(synth):
             if {"Name": "FunctionName", "Value": {"Ref": logical_id}}
             in a["Properties"].get("Dimensions", [])
         ]
-        metrics = sorted((a["MetricName"], a.get("Statistic") or a.get("ExtendedStatistic")) for a in mine)
-        assert metrics == [("Duration", "p99"), ("Errors", "Sum"), ("Throttles", "Sum")], stage.state
+        metrics = sorted(
+            (a["MetricName"], a.get("Statistic") or a.get("ExtendedStatistic")) for a in mine
+        )
+        assert metrics == [("Duration", "p99"), ("Errors", "Sum"), ("Throttles", "Sum")], (
+            stage.state
+        )
         assert all(a["AlarmActions"] for a in mine)
 
 
@@ -202,3 +214,12 @@ def test_dashboard_has_one_row_per_stage(synth):
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
     for stage in STAGES:
         assert f"{stage.key} {stage.state}: invocations" in body
+
+
+def test_synth_warns_when_the_bundled_index_was_not_embedded_by_the_deployed_model(synth):
+    from aws_cdk.assertions import Annotations
+
+    # The sample index uses the offline hashing embedder; Retrieve on AWS embeds with Titan.
+    Annotations.from_stack(synth.chat_stack).has_warning(
+        "*", Match.string_like_regexp(".*embedded with 'hashing-v1'.*--embedder titan.*")
+    )

@@ -19,7 +19,9 @@ CFN_LINT_FALSE_POSITIVES = {("E3601", "'OutputPath' was unexpected")}
 @pytest.mark.parametrize("which", ["edge_stack", "chat_stack"])
 def test_cdk_nag_aws_solutions_reports_no_unsuppressed_error(synth, which):
     stack = getattr(synth, which)
-    errors = Annotations.from_stack(stack).find_error("*", Match.string_like_regexp("AwsSolutions-.*"))
+    errors = Annotations.from_stack(stack).find_error(
+        "*", Match.string_like_regexp("AwsSolutions-.*")
+    )
     assert [(e.id, str(e.entry.data)[:120]) for e in errors] == []
 
 
@@ -56,6 +58,8 @@ def test_cfn_lint_finds_no_error_in_either_template(synth):
             (m.rule.id, m.message)
             for m in matches
             if m.rule.id.startswith("E")
-            and not any(m.rule.id == rid and text_ in m.message for rid, text_ in CFN_LINT_FALSE_POSITIVES)
+            and not any(
+                m.rule.id == rid and text_ in m.message for rid, text_ in CFN_LINT_FALSE_POSITIVES
+            )
         ]
         assert errors == [], name

@@ -122,7 +122,9 @@ def test_managed_rule_groups_behind_the_flag_keep_the_body_size_to_our_rule():
     EdgeFirewall(stack, "Firewall", name="probe", edge=edge, body_max_bytes=16384)
     rules = Template.from_stack(stack).to_json()["Resources"]
     (acl,) = rules.values()
-    groups = [r for r in acl["Properties"]["Rules"] if "ManagedRuleGroupStatement" in r["Statement"]]
+    groups = [
+        r for r in acl["Properties"]["Rules"] if "ManagedRuleGroupStatement" in r["Statement"]
+    ]
     assert [g["Name"] for g in groups] == list(MANAGED_GROUPS)
     common = groups[0]["Statement"]["ManagedRuleGroupStatement"]
     assert common["RuleActionOverrides"] == [

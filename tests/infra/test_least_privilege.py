@@ -118,7 +118,9 @@ def test_invoke_may_only_converse_with_the_model_and_apply_the_guardrail(synth):
     invoke = [x for x in s if x["Action"] == "bedrock:InvokeModel"]
     assert mentions(invoke, f"inference-profile/{model_id}")
     routed = [x for x in invoke if "Condition" in x]
-    assert routed and all("bedrock:InferenceProfileArn" in json.dumps(x["Condition"]) for x in routed)
+    assert routed and all(
+        "bedrock:InferenceProfileArn" in json.dumps(x["Condition"]) for x in routed
+    )
     assert not mentions(invoke, "titan")
     (guard,) = [x for x in s if x["Action"] == "bedrock:ApplyGuardrail"]
     (guardrail_id,) = synth.resources("AWS::Bedrock::Guardrail")

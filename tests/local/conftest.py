@@ -29,7 +29,12 @@ def knowledge_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     out = tmp_path_factory.mktemp("knowledge")
     policy = IndexPolicy.from_context()
-    build(PROJECT_ROOT / "examples" / "site", out, policy, HashingEmbedder(Settings().embedding_dimensions))
+    build(
+        PROJECT_ROOT / "examples" / "site",
+        out,
+        policy,
+        HashingEmbedder(Settings().embedding_dimensions),
+    )
     return out
 
 
@@ -56,11 +61,11 @@ def runtime(make_runtime: Callable[..., LocalRuntime]) -> LocalRuntime:
 
 
 @pytest.fixture
-def serve(runtime: LocalRuntime) -> Iterator[Callable[..., ChatServer]]:
-    """A local server on a free loopback port around the test's runtime."""
+def serve_factory() -> Iterator[Callable[..., ChatServer]]:
+    """Start a local server on a free loopback port around a runtime."""
     servers: list[ChatServer] = []
 
-    def start(**options: Any) -> ChatServer:
+    def start(runtime: LocalRuntime, **options: Any) -> ChatServer:
         server, _thread = serve_in_thread(runtime, EdgeOptions(**options))
         servers.append(server)
         return server
@@ -69,6 +74,14 @@ def serve(runtime: LocalRuntime) -> Iterator[Callable[..., ChatServer]]:
     for server in servers:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def serve(
+    runtime: LocalRuntime, serve_factory: Callable[..., ChatServer]
+) -> Callable[..., ChatServer]:
+    """A local server around the test's runtime."""
+    return lambda **options: serve_factory(runtime, **options)
 
 
 def items_by_key(runtime: LocalRuntime) -> dict[tuple[str, str], dict[str, Any]]:

@@ -5,6 +5,7 @@ total, then add) does overshoot, so the test can fail."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -42,8 +43,12 @@ def worst_case_usage(monkeypatch: pytest.MonkeyPatch) -> None:
         from steps.lib.settings import settings
 
         s = settings()
-        return {"inputTokens": 0, "outputTokens": s.max_output_tokens,
-                "cacheReadInputTokens": 0, "cacheWriteInputTokens": s.max_input_tokens}
+        return {
+            "inputTokens": 0,
+            "outputTokens": s.max_output_tokens,
+            "cacheReadInputTokens": 0,
+            "cacheWriteInputTokens": s.max_input_tokens,
+        }
 
     monkeypatch.setattr(models, "usage_of", worst)
 
@@ -71,17 +76,24 @@ def _aligned(gate: Callable[..., Any]) -> Callable[..., Any]:
     barrier = threading.Barrier(SIMULTANEOUS)
 
     def at_the_gate_together(*args: Any, **kwargs: Any) -> Any:
-        try:
+        with contextlib.suppress(threading.BrokenBarrierError):
             barrier.wait(timeout=GATE_WAIT_SECONDS)
-        except threading.BrokenBarrierError:
-            pass
         return gate(*args, **kwargs)
 
     return at_the_gate_together
 
 
-def _check_then_add(client: Any, table: str, *, request_id: str, visitor: str, day: str,
-                    micros: int, ceilings: ledger.Ceilings, now: float) -> Any:
+def _check_then_add(
+    client: Any,
+    table: str,
+    *,
+    request_id: str,
+    visitor: str,
+    day: str,
+    micros: int,
+    ceilings: ledger.Ceilings,
+    now: float,
+) -> Any:
     """The naive gate DESIGN warns about: read the day's total, then add to it."""
     item = ledger.get_item(client, table, ledger.day_key(day), now=now)
     total = int(item["costMicros"]["N"]) if item and "costMicros" in item else 0
@@ -90,8 +102,12 @@ def _check_then_add(client: Any, table: str, *, request_id: str, visitor: str, d
         return ledger.Refusal("ceiling")
     month = ledger.month_of(day)
     for key in (ledger.day_key(day), ledger.month_key(month), ledger.visitor_key(visitor, day)):
-        client.update_item(TableName=table, Key=key, UpdateExpression="ADD costMicros :r",
-                           ExpressionAttributeValues={":r": {"N": str(micros)}})
+        client.update_item(
+            TableName=table,
+            Key=key,
+            UpdateExpression="ADD costMicros :r",
+            ExpressionAttributeValues={":r": {"N": str(micros)}},
+        )
     client.put_item(TableName=table, Item={
         **ledger.reservation_key(request_id), "reservedMicros": {"N": str(micros)},
         "status": {"S": "open"}, "day": {"S": day}, "month": {"S": month},
@@ -128,4 +144,3 @@ def test_the_same_burst_overshoots_with_check_then_add(
     answered = [o for o in outcomes if "sig" in o.body]
     assert day_total(runtime) > runtime.settings.daily_ceiling_micros
     assert runtime.model_calls == len(answered) > 3
-

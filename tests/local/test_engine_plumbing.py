@@ -47,8 +47,15 @@ def test_the_real_asl_runs_every_task_in_process(stand_in_runtime: LocalRuntime)
     assert outcome.status == 200
     assert outcome.body == {"reply": "stand-in reply", "sources": [], "sig": "s"}
     states = [s.state for s in outcome.steps]
-    assert states == ["OriginVerify", "Quota", "CostGate", "Retrieve", "Invoke", "Reconcile",
-                      "Answer"]
+    assert states == [
+        "OriginVerify",
+        "Quota",
+        "CostGate",
+        "Retrieve",
+        "Invoke",
+        "Reconcile",
+        "Answer",
+    ]
     assert [s.decision for s in outcome.steps[:3]] == ["allowed", "allowed", "reserved"]
 
 
@@ -90,3 +97,28 @@ def test_dynamodb_calls_are_atomic_under_threads(stand_in_runtime: LocalRuntime)
     for thread in threads:
         thread.join()
     assert len(admitted) == 5
+
+
+def test_a_cancelled_transaction_changes_nothing(stand_in_runtime: LocalRuntime) -> None:
+    """The cheaper rollback of local/dynamo_tx.py keeps TransactWriteItems all-or-nothing."""
+    ddb, table = stand_in_runtime.dynamodb, stand_in_runtime.settings.table_name
+
+    def key(name: str) -> dict[str, Any]:
+        return {"pk": {"S": name}, "sk": {"S": "x"}}
+
+    ddb.put_item(TableName=table, Item={**key("A"), "n": {"N": "1"}})
+    before = stand_in_runtime.ledger_items()
+    with pytest.raises(ddb.exceptions.TransactionCanceledException):
+        ddb.transact_write_items(TransactItems=[
+            {"Update": {"TableName": table, "Key": key("A"), "UpdateExpression": "ADD n :five",
+                        "ExpressionAttributeValues": {":five": {"N": "5"}}}},
+            {"Put": {"TableName": table, "Item": {**key("B"), "n": {"N": "7"}}}},
+            {"ConditionCheck": {"TableName": table, "Key": key("C"),
+                                "ConditionExpression": "attribute_exists(pk)"}},
+        ])  # fmt: skip
+    assert stand_in_runtime.ledger_items() == before
+    ddb.transact_write_items(TransactItems=[
+        {"Update": {"TableName": table, "Key": key("A"), "UpdateExpression": "ADD n :five",
+                    "ExpressionAttributeValues": {":five": {"N": "5"}}}},
+    ])  # fmt: skip
+    assert stand_in_runtime.ledger_items()[0]["n"] == {"N": "6"}

@@ -23,7 +23,13 @@ def test_an_allowed_message_is_answered_reserved_and_settled(runtime: LocalRunti
     assert outcome.body["reply"] and outcome.body["sig"]
     assert {"page", "heading"} <= set(outcome.body["sources"][0])
     assert _states(outcome) == [
-        "OriginVerify", "Quota", "CostGate", "Retrieve", "Invoke", "Reconcile", "Answer"
+        "OriginVerify",
+        "Quota",
+        "CostGate",
+        "Retrieve",
+        "Invoke",
+        "Reconcile",
+        "Answer",
     ]
     assert runtime.model_calls == 1 and runtime.embedding_calls == 1
     [reservation] = reservations(runtime)
@@ -121,6 +127,16 @@ def test_a_missing_index_fails_closed_after_the_reservation(
     assert runtime.model_calls == 0
     [reservation] = reservations(runtime)
     assert reservation["status"]["S"] == "open"  # over-counts, never under-counts
+
+
+def test_a_degraded_answer_without_an_index_fails_closed(
+    make_runtime: Callable[..., LocalRuntime], tmp_path: Path
+) -> None:
+    runtime = make_runtime(knowledge_dir=tmp_path, daily_ceiling_usd="0.001")
+    outcome = runtime.send(QUESTION, ip=VISITOR)
+    assert outcome.status == 503
+    assert _states(outcome)[-2:] == ["Degraded", "FailClosed"]
+    assert runtime.model_calls == 0 and reservations(runtime) == []
 
 
 def test_a_failed_model_call_leaves_the_reservation_standing(runtime: LocalRuntime) -> None:

@@ -123,6 +123,7 @@ def test_traces_lists_nothing_on_a_quiet_account(aws_env, capsys):
     ("argv", "message"),
     [
         (["verify"], "no output 'SiteUrl'"),
+        (["spend", "--day", "yesterday"], "YYYY-MM-DD"),
         (["traces", "--since", "3d"], "at most 24h"),
         (["trace", "last"], "--local URL"),
     ],

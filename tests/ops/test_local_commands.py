@@ -18,22 +18,38 @@ VISITOR = {"CloudFront-Viewer-Address": "192.0.2.44:51000"}  # its own rate buck
 STEPS = ("OriginVerify", "Quota", "CostGate", "Retrieve", "Invoke", "Reconcile")
 
 
-@pytest.fixture(scope="module")
-def server():
-    process = subprocess.Popen(
-        [sys.executable, "-m", "local", "serve", "--port", "0", "--quiet",
-         "--trust-viewer-address"],
+def _start(*flags):
+    return subprocess.Popen(
+        [sys.executable, "-m", "local", "serve", "--port", "0", "--quiet", *flags],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+
+
+def _url(process):
+    line = process.stdout.readline()
+    found = re.search(r"http://127\.0\.0\.1:\d+", line)
+    if not found:
+        pytest.fail(f"server did not start: {line!r} {process.stderr.read()[-2000:]}")
+    return found.group(0)
+
+
+@pytest.fixture(scope="module")
+def servers():
+    """Two real servers started together: one for the commands (it trusts a viewer header,
+    so each test's chats get their own rate bucket), and a default one for `verify`."""
+    processes = [_start("--trust-viewer-address"), _start()]
     try:
-        line = process.stdout.readline()
-        found = re.search(r"http://127\.0\.0\.1:\d+", line)
-        if not found:
-            pytest.fail(f"server did not start: {line!r} {process.stderr.read()[-2000:]}")
-        yield found.group(0)
+        yield [_url(p) for p in processes]
     finally:
-        process.terminate()
-        process.wait(timeout=20)
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def server(servers):
+    return servers[0]
 
 
 def _chat(url, message="How does the WAF rate rule work?"):
@@ -101,14 +117,29 @@ def test_aws_only_commands_say_so_offline(server, capsys):
     assert code == 2 and "reads AWS" in err
 
 
-def test_verify_local_passes_against_the_real_server(server):
-    # Last in this module: its burst trips the rate rule for 127.0.0.1 (VISITOR is separate).
+def test_verify_local_passes_against_the_real_server(servers):
     done = subprocess.run(
-        [sys.executable, "-m", "local", "verify", "--local", server],
+        [sys.executable, "-m", "local", "verify", "--local", servers[1]],
         cwd=ROOT, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("verify sends at most 2 messages")
+    assert lines[0].startswith("verify sends at most 3 messages")
     assert lines[-1] == "all checks passed"
-    assert sum(line.startswith("PASS") for line in lines) == 12
+    assert sum(line.startswith("PASS") for line in lines) == 14
+
+
+def test_verify_fails_against_a_server_that_trusts_a_viewer_sent_address(server, capsys):
+    # The commands' server runs with --trust-viewer-address: a visitor picks its identity.
+    from ops import verify
+
+    checks = {c.name: c for c in verify.run(_target(server))}
+    check = checks["viewer-sent CloudFront-Viewer-Address ignored"]
+    assert not check.passed and check.detail.startswith("503")
+
+
+def _target(url):
+    from ops import verify
+
+    return verify.Target(url + "/chat", url + "/_origin/chat", burst=0, burst_seconds=0.0,
+                         reserve_micros=1)  # fmt: skip

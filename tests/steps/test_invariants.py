@@ -274,3 +274,17 @@ def test_self_resetting_a_new_utc_day_starts_at_zero_with_no_job(aws, responder,
     run = send(ASK)
     assert run.status == 200 and "limited" not in run.body  # a new day: fresh items at zero
     assert spent(aws) > 0  # yesterday's total is untouched, today's is a new item
+
+
+def test_with_a_guardrail_its_units_are_priced_and_stay_within_the_reserve(aws, monkeypatch):
+    monkeypatch.setenv("CHATGUARD_GUARDRAIL_ID", "gr-test")
+    monkeypatch.setenv("CHATGUARD_GUARDRAIL_VERSION", "1")
+    run = send(ASK)  # the offline responder reports guardrail units like Converse's trace
+    guarded = Settings(guardrail_id="gr-test", guardrail_version="1")
+    assert run.status == 200 and not run.errors
+    items = aws.dynamodb.scan(TableName=aws.table)["Items"]
+    res = next(i for i in items if i["pk"]["S"].startswith("RES#"))
+    actual = int(res["actualMicros"]["N"])
+    assert int(res["reservedMicros"]["N"]) == pricing.reserve_micros(guarded)
+    assert 2 * 150 <= actual <= pricing.reserve_micros(guarded)  # >= 2 units x 2 policies
+    assert spent(aws) == actual
