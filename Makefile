@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 index: $(KNOWLEDGE)
-$(KNOWLEDGE): $(STAMP) $(shell find examples/site indexer -type f 2>/dev/null) steps/lib/tokens.py steps/lib/hashing_embedder.py steps/lib/knowledge.py cdk.json
+$(KNOWLEDGE): $(STAMP) $(shell find examples/site indexer -type f -not -path "*/__pycache__/*" 2>/dev/null) steps/lib/tokens.py steps/lib/hashing_embedder.py steps/lib/knowledge.py cdk.json
 	$(BIN)/chatguard index examples/site --out build/knowledge
 
 run: $(STAMP) $(KNOWLEDGE)
@@ -37,13 +37,12 @@ browser:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 # pytest exits 5 when it collected no test: that is a failure here, never a pass.
-test: $(STAMP) $(KNOWLEDGE) browser
-	$(BIN)/ruff check .
+test: $(STAMP) $(KNOWLEDGE) browser lint typecheck
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check . || true
+	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -45,7 +45,7 @@ def build(context: Mapping[str, Any] | None = None, outdir: str | None = None) -
         read_nonce=str(app.node.try_get_context(READ_NONCE_KEY) or int(time.time())),
     )
     # Strong on purpose: CloudFormation then refuses to delete or replace the web ACL while
-    # the distribution uses it (docs/deploy.md).
+    # the distribution uses it (README, "Deploy to AWS").
     cdk.Annotations.of(chat).acknowledge_warning(
         "@aws-cdk/core:crossStackReferencesDefaultStrong",
         "The web ACL reference is meant to be strong.",

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from local.tables import create_ledger_table
 from steps.lib.settings import Settings
 from steps.lib.stages import STAGES, Stage
 
@@ -211,23 +212,7 @@ class LocalRuntime:
         self._saved_env.clear()
 
     def _create_table(self) -> None:
-        name = self.settings.table_name
-        self.dynamodb.create_table(
-            TableName=name,
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        self.dynamodb.update_time_to_live(
-            TableName=name,
-            TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiresAt"},
-        )
+        create_ledger_table(self.dynamodb, self.settings.table_name)
 
     def _seed_secrets(self) -> None:
         # Rotated two days ago with no previous value: every secret's `current` applies.

@@ -1,8 +1,9 @@
 """The three SSM SecureString secrets, generated at deploy time by a custom resource.
 
 The values never pass through CDK: the template holds only parameter names, and the origin
-secret reaches CloudFront as a NoEcho attribute of the custom resource (see docs/deploy.md
-for where it is then visible and how `chatguard rotate` keeps both sides in step).
+secret reaches CloudFront as a NoEcho attribute of the custom resource (the README's
+"Deploy to AWS" says where it is then visible and how `chatguard rotate` keeps both sides
+in step).
 """
 
 from __future__ import annotations

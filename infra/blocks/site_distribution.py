@@ -92,7 +92,7 @@ class SiteDistribution(Construct):
             self.distribution,
             "CFR4",
             "The default cloudfront.net certificate allows older TLS versions for viewers; "
-            "attach a custom domain and certificate to enforce TLS 1.2 (see docs/deploy.md).",
+            "attach a custom domain and certificate to enforce TLS 1.2 (README: Deploy to AWS).",
         )
 
     def _chat_behavior(

@@ -28,9 +28,11 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from tests.bench import report
+
 ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "benchmarks.md"
-START, END = "<!-- bench:pipeline:start -->", "<!-- bench:pipeline:end -->"
+DOC = report.DOC
+START, END = report.markers("pipeline")
 MESSAGES = 200
 INTERLEAVED = 60
 IMPORT_RUNS = 7
@@ -255,14 +257,7 @@ def _imports_text(imports: dict[str, dict[str, Any]]) -> str:
 
 
 def write_section(body: str) -> None:
-    text = DOC.read_text(encoding="utf-8") if DOC.exists() else "# Benchmarks\n"
-    section = f"{START}\n{body}\n{END}"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n## Pipeline\n\n" + section + "\n"
-    DOC.write_text(text, encoding="utf-8")
+    report.write_section("pipeline", "Pipeline", body, DOC)
 
 
 def main() -> int:

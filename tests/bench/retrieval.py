@@ -37,12 +37,13 @@ from steps.lib.knowledge import (
 )
 from steps.lib.retrieval import LEXICAL_WEIGHT, cosines, lexical_scores, query_text, rank
 from steps.lib.tokens import terms
+from tests.bench import report
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "examples" / "site"
 QUESTIONS = ROOT / "tests" / "data" / "retrieval_questions.json"
-DOC = ROOT / "docs" / "benchmarks.md"
-START, END = "<!-- bench:retrieval:start -->", "<!-- bench:retrieval:end -->"
+DOC = report.DOC
+START, END = report.markers("retrieval")
 DIMS = 1024
 EMBEDDER = HashingEmbedder(DIMS)
 Timing = tuple[float, float]  # (CPU ms, wall ms), medians
@@ -285,14 +286,7 @@ def table(quality_rows: list[Any], latency_rows: list[Any], loads: dict[str, Any
 
 
 def write_section(body: str) -> None:
-    text = DOC.read_text(encoding="utf-8") if DOC.exists() else "# Benchmarks\n"
-    section = f"{START}\n{body}\n{END}"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + f"\n\n## Retrieval\n\n{section}\n"
-    DOC.write_text(text, encoding="utf-8")
+    report.write_section("retrieval", "Retrieval", body, DOC)
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from local.tables import create_ledger_table
 from steps.lib.settings import Settings
 
 REGION = "us-east-1"
@@ -36,18 +37,7 @@ def settings():
 @pytest.fixture
 def dynamodb(aws_env):
     client = aws_env.client("dynamodb")
-    client.create_table(
-        TableName=TABLE,
-        KeySchema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_ledger_table(client, TABLE)
     return client
 
 

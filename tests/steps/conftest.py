@@ -15,6 +15,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from local.tables import create_ledger_table
 from steps.lib import caches, models
 from steps.lib.models import ModelReply
 from steps.lib.secrets import SecretValue, render_secret
@@ -119,18 +120,7 @@ def aws(_moto: tuple[Any, Any]) -> Iterator[Aws]:
     db, ssm = _moto
     if s.table_name in db.list_tables()["TableNames"]:
         db.delete_table(TableName=s.table_name)
-    db.create_table(
-        TableName=s.table_name,
-        KeySchema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_ledger_table(db, s.table_name)
     handle = Aws(db, ssm, s.table_name)
     for name, value in (
         (s.origin_secret_param, ORIGIN),
