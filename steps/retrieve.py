@@ -11,6 +11,8 @@ from typing import Any
 from steps.lib import models, observability
 from steps.lib.settings import settings
 
+TOP_MATCHES = 5  # matches added after the current page's chunks (the article's top five)
+
 
 @observability.instrumented("Retrieve")
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -21,16 +23,25 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     kb = knowledge.load_knowledge(s.knowledge_dir, embedder=embedder.id)
     text = retrieval.query_text(request["message"], request.get("history") or [])
     vector, embedding_tokens = embedder.embed_query(text)
-    ranked = retrieval.rank(kb, vector, text)
-    chunks = retrieval.select_grounding(kb, ranked, request.get("page"), s.grounding_token_budget)
+    ranked = retrieval.rank(kb, vector, text, limit=TOP_MATCHES)
+    chunks = retrieval.select_grounding(
+        kb, ranked, request.get("page"), s.grounding_token_budget, top_k=TOP_MATCHES
+    )
     observability.decision("grounded", chunks=len(chunks), embedding_tokens=embedding_tokens)
     return {
         "grounding": [{"page": c.page, "heading": c.heading, "text": c.text} for c in chunks],
-        "sources": _sources(chunks),
+        "sources": _sources(chunks, [kb.chunks[i].id for i, _ in ranked]),
         "embeddingTokens": embedding_tokens,
     }
 
 
-def _sources(chunks: list[Any]) -> list[dict[str, str]]:
-    unique = dict.fromkeys((c.page, c.heading) for c in chunks)
+def _sources(chunks: list[Any], ranked_ids: list[str]) -> list[dict[str, str]]:
+    """The grounding chunks that ranked among the top matches, best first.
+
+    The current page's other sections are grounding (the visitor is reading that page) but
+    not what the answer is about, so they are cited only when nothing that ranked fit.
+    """
+    rank = {chunk_id: n for n, chunk_id in enumerate(ranked_ids)}
+    cited = sorted((c for c in chunks if c.id in rank), key=lambda c: rank[c.id]) or chunks
+    unique = dict.fromkeys((c.page, c.heading) for c in cited)
     return [{"page": page, "heading": heading} for page, heading in unique]
