@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
+from .errors import SettingsError
 from .telemetry import COST_FIELDS, NAMESPACE, SERVICE, Backend, Invocation, LocalSink, on_lambda
 
 __all__ = ["COST_FIELDS", "METRICS", "NAMESPACE", "SERVICE", "Invocation", "Listener"]
@@ -95,6 +96,10 @@ def instrumented(step: str) -> Callable[[F], F]:
                         return handler(event, context)
                     except Exception as exc:
                         error = type(exc).__name__
+                        if isinstance(exc, SettingsError):
+                            # The one line an operator needs: which setting is wrong and why
+                            # (settings hold limits and names, never secret values).
+                            _current()["fields"]["problem"] = str(exc)
                         raise
                     finally:
                         done = _finish(step, request_id, started, error)

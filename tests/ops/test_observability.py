@@ -227,3 +227,23 @@ def test_gate_steps_import_without_powertools_xray_or_numpy():
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
+
+
+def test_invalid_settings_fail_the_step_with_one_line_naming_the_setting(monkeypatch, capsys):
+    from steps import quota
+    from steps.lib import caches
+    from steps.lib.errors import SettingsError
+
+    monkeypatch.setenv("CHATGUARD_VISITOR_MESSAGE_LIMIT", "plenty")
+    caches.reset_all()
+    try:
+        with pytest.raises(SettingsError):
+            quota.handler({"requestId": "r-1", "viewerAddress": "192.0.2.1:443"}, None)
+    finally:
+        monkeypatch.delenv("CHATGUARD_VISITOR_MESSAGE_LIMIT")
+        caches.reset_all()
+    lines = [json.loads(x) for x in capsys.readouterr().err.splitlines() if x.startswith("{")]
+    out = [x for x in lines if x.get("message") == "out"]
+    assert len(out) == 1 and out[0]["error"] == "SettingsError"
+    assert "visitor_message_limit" in out[0]["problem"] and "plenty" in out[0]["problem"]
+    assert "192.0.2.1" not in json.dumps(lines)
