@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from steps.lib import observability
+from steps.lib.plaintext import markdown_to_text
 from steps.lib.settings import settings
 
 FRAMING = "Reduced service: here is the closest section of this site."
@@ -22,12 +23,12 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
     s, request = settings(), event["request"]
     kb = knowledge.load_knowledge(s.knowledge_dir)
-    chunk = retrieval.degraded_answer(
-        kb, retrieval.query_text(request["message"], request.get("history") or [])
-    )
+    text = retrieval.query_text(request["message"], request.get("history") or [])
+    chunk = retrieval.degraded_answer(kb, text, page=request.get("page"))
     observability.decision("degraded", reason=event.get("reason"), matched=chunk is not None)
     if chunk is None:
         return {"statusCode": 200, "body": {"reply": NOTHING, "degraded": True, "sources": []}}
-    reply = f"{FRAMING}\n\n{chunk.heading} ({chunk.page})\n\n{chunk.text}"
+    text = markdown_to_text(chunk.text)  # the widget shows text: `**WAF**` would show as is
+    reply = f"{FRAMING}\n\n{chunk.heading} ({chunk.page})\n\n{text}"
     sources = [{"page": chunk.page, "heading": chunk.heading}]
     return {"statusCode": 200, "body": {"reply": reply, "degraded": True, "sources": sources}}

@@ -20,6 +20,7 @@ from .knowledge import Chunk, Knowledge
 from .tokens import terms
 
 LEXICAL_WEIGHT = 0.15
+HEADING_WEIGHT = 0.2  # degraded answers only: see degraded_answer()
 # The cosine product runs in row blocks of at most this many elements. OpenBLAS hands a
 # larger matrix-vector product to worker threads; on a fractional or shared CPU (a Lambda
 # at 512 MB, a busy laptop) waking them costs 10-20 ms per call, against 0.4 ms for
@@ -114,12 +115,26 @@ def select_grounding(
     return chosen
 
 
-def degraded_answer(kb: Knowledge, text: str) -> Chunk | None:
+def degraded_answer(kb: Knowledge, text: str, *, page: str | None = None) -> Chunk | None:
     """The best LEXICAL match, verbatim, or None when no chunk shares a term.
 
     It never embeds: degraded mode runs when the budget is spent, so it must cost nothing.
+    A section whose heading trail names the question's terms is what the question is
+    about, so heading overlap adds HEADING_WEIGHT (a glossary that merely mentions every
+    term loses to the page titled with them); remaining ties go to the visitor's current
+    page, then to document order.
     """
     lexical = lexical_scores(kb, text)
     if lexical.size == 0 or float(lexical.max()) <= 0.0:
         return None
-    return kb.chunks[int(np.argmax(lexical))]
+    wanted = {t: kb.idf[kb.vocabulary[t]] for t in set(terms(text)) if t in kb.vocabulary}
+    total = float(sum(wanted.values()))
+    current = set(kb.page_chunks(page))
+
+    def preference(index: int) -> tuple[float, bool, int]:
+        heading = set(terms(kb.chunks[index].heading))
+        overlap = sum(float(w) for t, w in wanted.items() if t in heading) / total
+        return (-(float(lexical[index]) + HEADING_WEIGHT * overlap), index not in current, index)
+
+    candidates = np.flatnonzero(lexical > 0).tolist()
+    return kb.chunks[min(candidates, key=preference)]

@@ -7,7 +7,7 @@ import pytest
 
 from steps.lib.hashing_embedder import HashingEmbedder
 from steps.lib.knowledge import Knowledge
-from steps.lib.retrieval import degraded_answer, rank, select_grounding
+from steps.lib.retrieval import degraded_answer, lexical_scores, rank, select_grounding
 from steps.lib.settings import Settings
 
 from .conftest import SAMPLE_SITE
@@ -92,3 +92,22 @@ def test_degraded_answer_is_verbatim_and_never_embeds(
 def test_degraded_answer_is_none_when_nothing_shares_a_word(kb: Knowledge) -> None:
     assert degraded_answer(kb, "zzz qqq") is None
     assert degraded_answer(kb, "the and of") is None
+
+
+def test_degraded_answer_prefers_the_section_titled_with_the_question(kb: Knowledge) -> None:
+    # The glossary mentions every term (and "block"), so plain overlap picks it; the page
+    # whose heading names the question is what the visitor asked about.
+    question = "What does a Content Security Policy block?"
+    assert kb.chunks[int(lexical_scores(kb, question).argmax())].page == "/glossary"
+    chunk = degraded_answer(kb, question)
+    assert chunk is not None and chunk.page == "/posts/content-security-policy"
+
+
+def test_degraded_answer_breaks_ties_towards_the_current_page(kb: Knowledge) -> None:
+    question = "browser"  # in several sections' text, in none of their headings
+    scores = lexical_scores(kb, question)
+    tied = [kb.chunks[i].page for i in np.flatnonzero(scores == scores.max())]
+    assert len(set(tied)) > 1, "the sample site should offer a tie to break"
+    for page in set(tied):
+        chunk = degraded_answer(kb, question, page=page)
+        assert chunk is not None and chunk.page == page
