@@ -71,8 +71,10 @@ def response_template() -> str:
         "#set($status = $input.path('$.status'))\n"
         "#if($status == 'SUCCEEDED')\n"
         "#set($out = $util.parseJson($input.path('$.output')))\n"
-        "#set($context.responseOverride.status = 503)\n"
-        "#if($out.statusCode)#set($context.responseOverride.status = $out.statusCode)#end\n"
+        # Set an override only once per response (a second set is a 5XX): choose, then set.
+        "#set($code = 503)\n"
+        "#if($out.statusCode)#set($code = $out.statusCode)#end\n"
+        "#set($context.responseOverride.status = $code)\n"
         "#set($body = $out.body)\n"
         '#set($sep = "")\n'
         "{"

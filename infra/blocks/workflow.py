@@ -1,7 +1,8 @@
-"""The Express state machine, deployed from statemachine/chat.asl.json as written."""
+"""The Express state machine: statemachine/chat.asl.json as written, plus TimeoutSeconds."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 from aws_cdk import Duration, RemovalPolicy, Stack
@@ -38,11 +39,15 @@ class ChatWorkflow(Construct):
             retention=log_retention,
             removal_policy=RemovalPolicy.DESTROY,
         )
+        # CDK ignores `timeout` for a string definition (aws-cdk#37150): without TimeoutSeconds
+        # in the ASL an Express execution may run for 5 minutes, long after API Gateway gave up.
+        definition = json.loads(loader.definition_text())
+        definition["TimeoutSeconds"] = int(timeout.to_seconds())
         self.state_machine = sfn.StateMachine(
             self,
             "StateMachine",
             state_machine_type=sfn.StateMachineType.EXPRESS,
-            definition_body=sfn.DefinitionBody.from_string(loader.definition_text()),
+            definition_body=sfn.DefinitionBody.from_string(json.dumps(definition, indent=2)),
             definition_substitutions={
                 stage.placeholder: functions[stage.state].function_arn for stage in STAGES
             },

@@ -100,7 +100,11 @@ def test_response_template_turns_failed_or_timed_out_executions_into_503(synth):
     assert template == vtl.response_template()
     succeeded, failed = template.split("#else")
     assert "$status == 'SUCCEEDED'" in succeeded
-    assert "$context.responseOverride.status = $out.statusCode" in succeeded
+    # API Gateway answers 5XX when one response overrides the same parameter twice.
+    for branch in (succeeded, failed):
+        assert branch.count("#set($context.responseOverride.status") == 1
+    assert "#if($out.statusCode)#set($code = $out.statusCode)#end" in succeeded
+    assert "$context.responseOverride.status = $code" in succeeded
     assert "$context.responseOverride.status = 503" in failed
     errors = next(r for r in responses if r["StatusCode"] == "503")
     assert errors["SelectionPattern"] == r"[45]\d{2}"
