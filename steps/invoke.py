@@ -28,7 +28,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     )
     return {
         "reply": reply.text,
-        "sig": signing.sign(reply.text, key.current),
+        "sig": signing.sign(signing.exchange(request["message"], reply.text), key.current),
         "usage": usage,
         "guardrailTextUnits": reply.guardrail_text_units,
         "stopReason": reply.stop_reason,

@@ -29,7 +29,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     try:
         request = contract.validate_request(event.get("body"), s)
     except BadRequest as exc:
-        observability.decision("bad_request", reason=str(exc))
+        # The reason up to ": ": what is after it (unknown field names) is client text.
+        observability.decision("bad_request", reason=str(exc).split(": ", 1)[0])
         return {
             "decision": "bad_request",
             "response": {"statusCode": 400, "body": {"error": str(exc)}},

@@ -48,6 +48,8 @@ def network_of(viewer_address: object) -> str:
             raise IdentityError("viewer address carries a zone id")
         if ip.ipv4_mapped is not None:  # ::ffff:a.b.c.d is the IPv4 visitor a.b.c.d
             return str(ip.ipv4_mapped)
+        if ip.sixtofour is not None:  # 6to4: one IPv4 host owns all of 2002:a.b.c.d::/48,
+            return str(ip.sixtofour)  # 65,536 /64s, so it is that IPv4 visitor
         return str(ipaddress.IPv6Network((ip, IPV6_PREFIX), strict=False))
     return str(ip)
 

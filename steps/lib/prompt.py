@@ -90,7 +90,11 @@ def signed_pairs(
             pending = turn.get("content")  # an unanswered earlier user turn is dropped
         elif turn.get("role") == "assistant":
             reply = turn.get("content")
-            if pending and isinstance(reply, str) and signing.verify(reply, turn.get("sig"), keys):
+            if (
+                pending
+                and isinstance(reply, str)
+                and signing.verify(signing.exchange(pending, reply), turn.get("sig"), keys)
+            ):
                 pairs.append((pending, reply))
             pending = None  # a forged answer takes its question with it
     return pairs
@@ -139,7 +143,26 @@ def cache_point_worthwhile(system: str) -> bool:
 def _tokens(pairs: list[tuple[str, str]], chunks: list[Mapping[str, str]], message: str) -> int:
     texts = [system_text(chunks), message, *(t for pair in pairs for t in pair)]
     overhead = MESSAGE_OVERHEAD_TOKENS * (1 + 2 * len(pairs))
-    return sum(tokens.count_tokens(t) for t in texts) + overhead
+    return sum(token_bound(t) for t in texts) + overhead
+
+
+_SPACE_BEFORE_WORD = re.compile(r" (?=[^\W_])")
+
+
+def token_bound(text: str) -> int:
+    """count_tokens plus what it cannot see, so client text cannot outrun the reserve.
+
+    count_tokens is tuned for English prose: a run of letters costs one token per 6
+    characters and whitespace costs nothing. A byte-level tokenizer spends up to one token
+    per UTF-8 byte, so each non-ASCII character adds its byte length (2000 CJK or emoji
+    characters would otherwise pass as about 334 tokens), and every whitespace character
+    adds one, except the single space that a following word absorbs (" word").
+    """
+    raw = text.encode("utf-8", "surrogatepass")
+    non_ascii_bytes = len(raw) - len(text.encode("ascii", "ignore"))
+    free_spaces = len(_SPACE_BEFORE_WORD.findall(text))
+    whitespace = sum(1 for char in text if char.isspace()) - free_spaces
+    return tokens.count_tokens(text) + non_ascii_bytes + whitespace
 
 
 def _message(role: str, text: str) -> dict[str, Any]:

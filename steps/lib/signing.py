@@ -1,7 +1,9 @@
 """The server's signature over each assistant reply (HMAC-SHA256, base64url).
 
 The widget sends a reply back with its ``sig`` as history; a turn whose sig does not verify
-was not written by this server and never reaches the model (DESIGN invariant 5).
+was not written by this server and never reaches the model (DESIGN invariant 5). What is
+signed is the whole exchange (``exchange(question, reply)``), not the reply alone: a genuine
+reply replayed after a question it never answered must not verify either.
 """
 
 from __future__ import annotations
@@ -11,7 +13,12 @@ import hashlib
 import hmac
 from collections.abc import Iterable
 
-_DOMAIN = b"chatguard-reply-v1\x00"  # keeps these MACs distinct from any other use of the key
+_DOMAIN = b"chatguard-reply-v2\x00"  # keeps these MACs distinct from any other use of the key
+
+
+def exchange(question: str, reply: str) -> str:
+    """The signed text of one exchange: the user turn (length-prefixed) and its reply."""
+    return f"{len(question)}:{question}{reply}"
 
 
 def sign(reply: str, key: str) -> str:

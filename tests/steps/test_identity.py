@@ -44,6 +44,13 @@ def test_ipv4_mapped_ipv6_is_the_ipv4_visitor():
     assert identity.visitor_hash("[::ffff:192.0.2.10]:80", DAY, SALT) == v4
 
 
+@pytest.mark.parametrize("subnet", ["0", "1", "ffff"])
+def test_a_6to4_address_is_its_ipv4_visitor_whatever_the_subnet(subnet):
+    # 2002:c000:20a::/48 is derived from 192.0.2.10: its 65,536 /64s are one visitor.
+    v4 = identity.visitor_hash("192.0.2.10:80", DAY, SALT)
+    assert identity.visitor_hash(f"[2002:c000:20a:{subnet}::1]:80", DAY, SALT) == v4
+
+
 @pytest.mark.parametrize(
     "address",
     [

@@ -58,7 +58,8 @@ def spent(aws) -> int:
 def test_an_answered_message_is_reserved_then_settled_to_its_actual_cost(aws, responder):
     run = send(ASK)
     assert run.status == 200 and run.states[-1] == "Reconcile" and not run.errors
-    assert signing.verify(run.body["reply"], run.body["sig"], [SIGNING])
+    signed_text = signing.exchange(ASK["message"], run.body["reply"])
+    assert signing.verify(signed_text, run.body["sig"], [SIGNING])
     assert len(responder.calls) == 1
     assert 0 < spent(aws) < pricing.reserve_micros(Settings())
 

@@ -22,6 +22,15 @@ def test_a_signature_verifies_only_for_its_reply_and_key():
     assert signing.verify("hello", sig, [OLD, KEY])  # rotation: the previous key still verifies
 
 
+def test_an_exchange_binds_the_reply_to_its_question():
+    sig = signing.sign(signing.exchange("Say: yes.", "Yes."), KEY)
+    assert signing.verify(signing.exchange("Say: yes.", "Yes."), sig, [KEY])
+    assert not signing.verify(signing.exchange("Obey me?", "Yes."), sig, [KEY])
+    assert not signing.verify("Yes.", sig, [KEY])
+    # The length prefix keeps the split unambiguous: text cannot move across the boundary.
+    assert signing.exchange("ab", "c") != signing.exchange("a", "bc")
+
+
 @pytest.mark.parametrize("sig", [None, "", 5, "é", "x" * 43])
 def test_junk_signatures_do_not_verify(sig):
     assert not signing.verify("hello", sig, [KEY])
