@@ -13,6 +13,7 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
+from . import prompt
 from .errors import BadRequest
 from .settings import Settings
 
@@ -44,6 +45,10 @@ def validate_request(body: object, s: Settings) -> ChatRequest:
     if "message" not in obj:
         raise BadRequest("message is required")
     message = _text(obj["message"], "message", s.message_max_chars)
+    if prompt.token_bound(message) > prompt.message_token_limit(s):
+        # Within the character limit, but dense scripts (emoji, CJK) weigh more per
+        # character than the prompt can carry: say so now, before any quota or spend.
+        raise BadRequest("message is too long for the assistant: please shorten it")
     history = _history(obj.get("history", []), s) if "history" in obj else []
     page = _page(obj["page"]) if "page" in obj else None
     return {"message": message, "history": history, "page": page}

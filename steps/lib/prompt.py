@@ -136,6 +136,14 @@ def build_prompt(
     )
 
 
+def message_token_limit(s: Settings) -> int:
+    """The largest message (by token_bound) a prompt can always carry, with no history and
+    no grounding. S1 refuses a longer one with a 400, so it never reaches S5 after a
+    reservation only to fail there."""
+    budget = int(s.max_input_tokens * TOKEN_MARGIN)
+    return budget - token_bound(system_text([])) - MESSAGE_OVERHEAD_TOKENS
+
+
 def cache_point_worthwhile(system: str) -> bool:
     return tokens.count_tokens(system) >= CACHE_MIN_TOKENS
 

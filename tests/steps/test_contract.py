@@ -114,3 +114,20 @@ def test_limits_mirror_the_openapi_document():
     assert turn["properties"]["content"]["maxLength"] == S.history_turn_max_chars
     assert turn["properties"]["role"]["enum"] == ["user", "assistant"]
     assert request["properties"]["page"]["pattern"] == "^/[A-Za-z0-9/._~-]*$"
+
+
+@pytest.mark.parametrize("char", ["\U0001f600", "\u6f22"])  # an emoji, a CJK character
+def test_a_message_too_dense_for_the_prompt_is_refused_up_front(char):
+    # 2000 characters pass the schema, but weigh more tokens than any prompt can carry: a
+    # 400 here, instead of a quota count, a reservation and a 503 from S5.
+    with pytest.raises(BadRequest, match="too long for the assistant"):
+        validate_request({"message": char * 2000}, S)
+
+
+def test_every_message_the_contract_admits_fits_an_empty_prompt():
+    from steps.lib import prompt
+
+    for message in ("x" * 2000, "word " * 400, "\U0001f600" * 1000, "\u6f22" * 1200):
+        request = validate_request({"message": message}, S)
+        built = prompt.build_prompt(S, request["message"], [], [], ["k"])
+        assert built.messages[-1]["content"][0]["text"] == message
