@@ -248,7 +248,7 @@ def table(quality_rows: list[Any], latency_rows: list[Any], loads: dict[str, Any
     return "\n".join(
         [
             f"Measured by `make bench-retrieval`: {platform.machine()}, {os.cpu_count()} CPUs "
-            f"(load average {load:.1f} when it finished: the machine was shared), Python "
+            f"(load average {load:.1f} when it finished), Python "
             f"{platform.python_version()}, numpy {np.__version__}, {time.strftime('%Y-%m-%d')}. "
             "Times are medians of the measuring thread's CPU time, wall-clock median in "
             "brackets; compared variants ran interleaved in the same process.",
