@@ -37,8 +37,10 @@ def _chat_path() -> wafv2.CfnWebACL.StatementProperty:
             field_to_match=wafv2.CfnWebACL.FieldToMatchProperty(uri_path={}),
             positional_constraint="STARTS_WITH",
             search_string=CHAT_PREFIX,
+            # Decode first: "/%63hat" must count as "/chat" whether or not CloudFront
+            # normalises the path before it picks the /chat* behavior.
             text_transformations=[
-                wafv2.CfnWebACL.TextTransformationProperty(priority=0, type="NONE")
+                wafv2.CfnWebACL.TextTransformationProperty(priority=0, type="URL_DECODE")
             ],
         )
     )

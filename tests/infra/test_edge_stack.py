@@ -18,7 +18,7 @@ def _chat_path_match() -> dict:
             "FieldToMatch": {"UriPath": {}},
             "PositionalConstraint": "STARTS_WITH",
             "SearchString": "/chat",
-            "TextTransformations": [{"Priority": 0, "Type": "NONE"}],
+            "TextTransformations": [{"Priority": 0, "Type": "URL_DECODE"}],
         }
     }
 
