@@ -57,8 +57,9 @@ def collect(site: Path, policy: IndexPolicy) -> tuple[list[Page], list[str]]:
     excluded: list[str] = []
     owners: dict[str, str] = {}
     for path in sorted(site.rglob("*")):
-        relative = path.relative_to(site).as_posix()
-        hidden = any(part.startswith(".") for part in path.relative_to(site).parts)
+        inside = path.relative_to(site)
+        relative = inside.as_posix()
+        hidden = any(part.startswith(".") for part in inside.parts)
         if hidden or not path.is_file() or not relative.lower().endswith(PAGE_SUFFIXES):
             continue
         if policy.excluded(relative):

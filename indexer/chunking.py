@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from steps.lib.knowledge import Chunk, chunk_document
 from steps.lib.tokens import count_tokens
@@ -140,9 +140,7 @@ def _to_chunks(page: str, pieces: list[_Piece]) -> list[Chunk]:
         if seen[anchor] > 1:
             anchor = f"{anchor}-{seen[anchor]}"
         draft = Chunk(f"{page}#{anchor}", page, piece.heading, piece.text.strip(), 0)
-        chunks.append(
-            Chunk(draft.id, page, draft.heading, draft.text, count_tokens(chunk_document(draft)))
-        )
+        chunks.append(replace(draft, tokens=count_tokens(chunk_document(draft))))
     return chunks
 
 

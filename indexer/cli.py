@@ -15,6 +15,7 @@ from steps.lib.settings import DEFAULT_KNOWLEDGE_DIR, PROJECT_ROOT
 
 from .build import BuildError, BuildReport, Embedder, build
 from .policy import IndexPolicy
+from .titan import MODEL_ID
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="forbidden term (repeatable; replaces cdk.json's list)",
     )
     titan = parser.add_argument_group("titan")
-    titan.add_argument("--model-id", default="amazon.titan-embed-text-v2:0")
+    titan.add_argument("--model-id", default=MODEL_ID)
     titan.add_argument("--region", default=None)
     titan.add_argument("--concurrency", type=int, default=4, help="calls in flight")
     titan.add_argument(

@@ -19,6 +19,7 @@ PAGE_SUFFIXES = MARKDOWN_SUFFIXES + HTML_SUFFIXES
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_HTML_HEADING = re.compile(r"h[1-6]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +156,7 @@ class _HtmlBlocks(HTMLParser):
             self._skip += 1
         elif tag == "title":
             self._in_title = True
-        elif re.fullmatch(r"h[1-6]", tag):
+        elif _HTML_HEADING.fullmatch(tag):
             self.end_paragraph()
             self._heading = int(tag[1])
         elif tag == "pre":

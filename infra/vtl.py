@@ -14,6 +14,10 @@ status itself; the body is written field by field from the contract's known shap
 from __future__ import annotations
 
 UNAVAILABLE = "The chat is unavailable right now. Please try again later."
+# The headers the request template reads; CloudFront adds the first and forwards the second
+# (blocks/site_distribution.py), so both sides name them from here.
+ORIGIN_HEADER = "X-Origin-Verify"
+VIEWER_ADDRESS = "CloudFront-Viewer-Address"
 _UNESCAPE = '.replaceAll("\\\\\'", "\'")'
 
 
@@ -30,8 +34,8 @@ def _header(variable: str, name: str) -> str:
 def request_template(state_machine_arn: str) -> str:
     return (
         "#set($headers = $input.params().header)\n"
-        + _header("origin", "X-Origin-Verify")
-        + _header("viewer", "CloudFront-Viewer-Address")
+        + _header("origin", ORIGIN_HEADER)
+        + _header("viewer", VIEWER_ADDRESS)
         + f"#set($o = $util.escapeJavaScript($origin){_UNESCAPE})\n"
         + f"#set($v = $util.escapeJavaScript($viewer){_UNESCAPE})\n"
         + "#set($b = $input.json('$'))\n"

@@ -8,6 +8,7 @@ import os
 import sys
 from typing import Any
 
+from ops.aws import edge_context
 from steps.lib.errors import SettingsError
 from steps.lib.settings import ENV_PREFIX, Settings, cdk_context
 
@@ -49,7 +50,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     serve.add_argument("--monthly-ceiling-usd")
     serve.add_argument("--visitor-message-limit", type=int)
     serve.add_argument("--body-max-bytes", type=int)
-    edge = cdk_context().get("chatguard/edge", {})
+    edge = edge_context()
     serve.add_argument(
         "--rate-limit",
         type=int,

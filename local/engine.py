@@ -70,6 +70,9 @@ class Finished:
     states: tuple[str, ...]  # every state entered, in order
 
 
+_TIMED_OUT = Finished("TIMED_OUT", None, "local engine timeout", ())
+
+
 class Engine:
     def __init__(self, *, region: str, dispatch: Dispatch, timeout_seconds: float = 60) -> None:
         self.region = region
@@ -124,13 +127,8 @@ class Engine:
         execution = backend.start_execution(
             self.state_machine_arn, name=name, execution_input=json.dumps(execution_input)
         )
-        deadline = time.monotonic() + self._timeout
-        pause = 0.0005
-        while execution.exec_status.value == "RUNNING":
-            if time.monotonic() > deadline:
-                return Finished("TIMED_OUT", None, "local engine timeout", ())
-            time.sleep(pause)
-            pause = min(pause * 1.5, 0.005)
+        if not self._wait(lambda: execution.exec_status.value != "RUNNING"):
+            return _TIMED_OUT
         finished = _finished(execution)
         _forget(backend, execution)
         return finished
@@ -141,18 +139,31 @@ class Engine:
             stateMachineArn=self.state_machine_arn, name=uuid.uuid4().hex,
             input=json.dumps(execution_input),
         )["executionArn"]  # fmt: skip
-        deadline, pause = time.monotonic() + self._timeout, 0.0005
-        while (described := sfn.describe_execution(executionArn=arn))["status"] == "RUNNING":
-            if time.monotonic() > deadline:
-                return Finished("TIMED_OUT", None, "local engine timeout", ())
-            time.sleep(pause)
-            pause = min(pause * 1.5, 0.005)
+        described: dict[str, Any] = {}
+
+        def done() -> bool:
+            described.clear()
+            described.update(sfn.describe_execution(executionArn=arn))
+            return bool(described["status"] != "RUNNING")
+
+        if not self._wait(done):
+            return _TIMED_OUT
         output = json.loads(described["output"]) if "output" in described else None
         from moto.stepfunctions.responses import get_backend
 
         backend = get_backend(ACCOUNT, self.region)
         _forget(backend, backend.describe_execution(arn))
         return Finished(described["status"], output, described.get("error"), ())
+
+    def _wait(self, done: Callable[[], bool]) -> bool:
+        """Poll ``done`` with a growing pause (0.5 ms up to 5 ms); False at the timeout."""
+        deadline, pause = time.monotonic() + self._timeout, 0.0005
+        while not done():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(pause)
+            pause = min(pause * 1.5, 0.005)
+        return True
 
     # -- seams -------------------------------------------------------------------------
     def _patch_lambda_backend(self) -> None:

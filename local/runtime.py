@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import json
 import os
 import secrets
 import threading
@@ -22,12 +21,14 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from local.tables import create_ledger_table
+from steps.lib.secrets import SecretValue, render_secret
 from steps.lib.settings import Settings
 from steps.lib.stages import STAGES, Stage
 
+from .edge import socket_address
 from .engine import Engine
 from .results import LambdaContext, Outcome, decision_of, http_reply, terminal
+from .tables import create_ledger_table
 from .tracing import recorder
 from .wire import Wire
 
@@ -43,9 +44,7 @@ _ACTIVE = threading.Lock()
 
 def viewer_address(ip: str, port: int = VIEWER_PORT) -> str:
     """CloudFront-Viewer-Address for an IP: ``ip:port``, or ``[v6]:port`` for IPv6."""
-    if not ip:
-        return ""
-    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+    return socket_address(ip, port) if ip else ""
 
 
 class LocalRuntime:
@@ -73,7 +72,7 @@ class LocalRuntime:
             self._apply_env(self.settings)
             self.dynamodb = self._engine.client("dynamodb")
             self.ssm = self._engine.client("ssm")
-            self._create_table()
+            create_ledger_table(self.dynamodb, self.settings.table_name)
             self._seed_secrets()
             self._count_model_calls()
             self._warm()
@@ -211,14 +210,11 @@ class LocalRuntime:
                 os.environ[key] = value
         self._saved_env.clear()
 
-    def _create_table(self) -> None:
-        create_ledger_table(self.dynamodb, self.settings.table_name)
-
     def _seed_secrets(self) -> None:
         # Rotated two days ago with no previous value: every secret's `current` applies.
         rotated_at = int(time.time()) - 2 * 86400
         for name, value in self._secrets.items():
-            document = json.dumps({"current": value, "previous": None, "rotated_at": rotated_at})
+            document = render_secret(SecretValue(value, None, rotated_at))
             self.ssm.put_parameter(Name=name, Value=document, Type="SecureString")
 
     def _count_model_calls(self) -> None:

@@ -8,7 +8,7 @@ session (moto) or a stubbed client and never touch a real account.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,9 +96,6 @@ def find_output(outputs: Mapping[str, str], name: str) -> str | None:
 
 def table_name(aws: Aws, settings: Settings) -> str:
     return aws.output("TableName", default=settings.table_name)
-
-
-Sleep = Callable[[float], None]
 
 
 def api_chat_url(aws: Aws) -> str:

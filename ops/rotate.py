@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from steps.lib.identity import day_of
 from steps.lib.secrets import SecretValue, parse_secret, render_secret
 from steps.lib.settings import Settings
 
@@ -86,30 +87,28 @@ def apply(ssm: Any, p: Plan) -> None:
 def origin_header_targets(cloudfront: Any, distribution_id: str) -> list[str]:
     """The ids of the origins that carry the header; none is an error (wrong stack?)."""
     config = cloudfront.get_distribution_config(Id=distribution_id)["DistributionConfig"]
-    targets = [o["Id"] for o in config["Origins"]["Items"] if _header(o) is not None]
-    if not targets:
-        raise RotationRefused(
-            f"distribution {distribution_id} has no {ORIGIN_HEADER} origin header"
-        )
-    return targets
+    return list(_origin_headers(config, distribution_id))
 
 
 def update_origin_header(cloudfront: Any, distribution_id: str, value: str) -> list[str]:
     """Set the header on every origin that has it, guarded by the config's ETag."""
     response = cloudfront.get_distribution_config(Id=distribution_id)
     config, etag = response["DistributionConfig"], response["ETag"]
-    changed = []
-    for origin in config["Origins"]["Items"]:
-        header = _header(origin)
-        if header is not None:
-            header["HeaderValue"] = value
-            changed.append(origin["Id"])
-    if not changed:
+    headers = _origin_headers(config, distribution_id)
+    for header in headers.values():
+        header["HeaderValue"] = value
+    cloudfront.update_distribution(Id=distribution_id, IfMatch=etag, DistributionConfig=config)
+    return list(headers)
+
+
+def _origin_headers(config: dict[str, Any], distribution_id: str) -> dict[str, dict[str, Any]]:
+    """{origin id: its header item} of every origin carrying the header; none is refused."""
+    found = {o["Id"]: h for o in config["Origins"]["Items"] if (h := _header(o)) is not None}
+    if not found:
         raise RotationRefused(
             f"distribution {distribution_id} has no {ORIGIN_HEADER} origin header"
         )
-    cloudfront.update_distribution(Id=distribution_id, IfMatch=etag, DistributionConfig=config)
-    return changed
+    return found
 
 
 def _header(origin: dict[str, Any]) -> dict[str, Any] | None:
@@ -123,7 +122,7 @@ def _refuse_if_still_overlapping(kind: str, old: SecretValue, s: Settings, now: 
     if old.previous is None:
         return
     if kind == "salt":
-        if _day(old.rotated_at) == _day(int(now)):
+        if day_of(old.rotated_at) == day_of(now):
             raise RotationRefused(
                 "the salt was already rotated today (UTC); a second rotation would change "
                 "today's visitor hashes and hand everyone a fresh quota. Try tomorrow, or --force."
@@ -139,13 +138,9 @@ def _refuse_if_still_overlapping(kind: str, old: SecretValue, s: Settings, now: 
 
 def _overlap_until(kind: str, new: SecretValue, s: Settings) -> str:
     if kind == "salt":
-        return f"end of {_day(new.rotated_at)} (UTC)"
+        return f"end of {day_of(new.rotated_at)} (UTC)"
     end = datetime.fromtimestamp(new.rotated_at + s.secret_grace_seconds, tz=UTC)
     return end.strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def _day(timestamp: int) -> str:
-    return datetime.fromtimestamp(timestamp, tz=UTC).strftime("%Y-%m-%d")
 
 
 def _key_id(ssm: Any, name: str) -> str | None:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypedDict
 
 from steps.lib import ledger
+from steps.lib.identity import day_of
 from steps.lib.settings import Settings
 
 from .render import table, usd
@@ -41,7 +42,7 @@ class SpendReport(TypedDict):
 
 
 def today() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%d")
+    return day_of(time.time())
 
 
 def check_period(day: str, month: str | None) -> None:

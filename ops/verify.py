@@ -26,9 +26,9 @@ from typing import Any
 
 from .http import Reply, request
 from .render import table, usd
+from .rotate import ORIGIN_HEADER
 
 MODEL_CALLS = 3
-ORIGIN_HEADER = "X-Origin-Verify"
 BLOCKED = (403, 429)
 # Cheap to send, refused before any execution: what the burst is made of.
 _BURST_BODY = b'{"message": ""}'

@@ -28,7 +28,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     observability.decision("degraded", reason=event.get("reason"), matched=chunk is not None)
     if chunk is None:
         return {"statusCode": 200, "body": {"reply": NOTHING, "degraded": True, "sources": []}}
-    text = markdown_to_text(chunk.text)  # the widget shows text: `**WAF**` would show as is
-    reply = f"{FRAMING}\n\n{chunk.heading} ({chunk.page})\n\n{text}"
+    body = markdown_to_text(chunk.text)  # the widget shows text: `**WAF**` would show as is
+    reply = f"{FRAMING}\n\n{chunk.heading} ({chunk.page})\n\n{body}"
     sources = [{"page": chunk.page, "heading": chunk.heading}]
     return {"statusCode": 200, "body": {"reply": reply, "degraded": True, "sources": sources}}

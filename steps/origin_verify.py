@@ -12,7 +12,7 @@ from typing import Any
 
 from steps.lib import contract, observability, secrets
 from steps.lib.errors import BadRequest
-from steps.lib.settings import settings
+from steps.lib.settings import Settings, settings
 
 FORBIDDEN = "Forbidden: this endpoint only accepts requests through the site."
 
@@ -39,7 +39,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return {"decision": "allowed", "request": request}
 
 
-def _origin_ok(header: object, s: Any) -> bool:
+def _origin_ok(header: object, s: Settings) -> bool:
     if not isinstance(header, str) or not header or not header.isascii():
         return False
     secret = secrets.get_secret(s.origin_secret_param, s)

@@ -32,9 +32,10 @@ class SpendBudgets(Construct):
         topic: sns.ITopic,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.model_budget_name = f"{name_prefix}-model-monthly"
         self.model = self._budget(
             "Model",
-            f"{name_prefix}-model-monthly",
+            self.model_budget_name,
             model_budget_usd,
             topic,
             {"Service": list(billing_services)},

@@ -20,9 +20,8 @@ from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
 from infra import nag
+from infra.vtl import ORIGIN_HEADER, VIEWER_ADDRESS
 
-ORIGIN_HEADER = "X-Origin-Verify"
-VIEWER_ADDRESS = "CloudFront-Viewer-Address"
 CHAT_PATH = "/chat*"
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

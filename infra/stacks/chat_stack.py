@@ -200,7 +200,7 @@ class ChatStack(Stack):
         CfnOutput(self, "ApiId", value=self.api.api.rest_api_id)
         # Not a secret: a direct call without the origin header is refused (chatguard verify).
         CfnOutput(self, "ApiUrl", value=self.api.api.url_for_path("/chat"))
-        CfnOutput(self, "ModelBudgetName", value=f"{self.stack_name}-model-monthly")
+        CfnOutput(self, "ModelBudgetName", value=self.budgets.model_budget_name)
         CfnOutput(self, "TableName", value=self.ledger.table.table_name)
         CfnOutput(self, "StateMachineArn", value=self.workflow.state_machine.state_machine_arn)
         CfnOutput(self, "AlertTopicArn", value=self.alerts.topic.topic_arn)

@@ -13,14 +13,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .errors import EmbeddingError, ModelError
-from .models import ModelReply
+from .models import USAGE_KEYS, ModelReply
 from .prompt import cache_point_worthwhile
 from .settings import Settings
 
 if TYPE_CHECKING:
     import numpy as np
-
-_USAGE = ("inputTokens", "outputTokens", "cacheReadInputTokens", "cacheWriteInputTokens")
 
 
 class BedrockResponder:
@@ -66,7 +64,7 @@ def parse_converse(response: Mapping[str, Any]) -> ModelReply:
     try:
         content = response["output"]["message"]["content"]
         text = "".join(block["text"] for block in content if "text" in block)
-        usage = {key: _count(response["usage"].get(key, 0)) for key in _USAGE}
+        usage = {key: _count(response["usage"].get(key, 0)) for key in USAGE_KEYS}
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelError("Converse returned a malformed response (no output or usage)") from exc
     if not text and response.get("stopReason") != "guardrail_intervened":

@@ -49,7 +49,7 @@ def validate_request(body: object, s: Settings) -> ChatRequest:
         # Within the character limit, but dense scripts (emoji, CJK) weigh more per
         # character than the prompt can carry: say so now, before any quota or spend.
         raise BadRequest("message is too long for the assistant: please shorten it")
-    history = _history(obj.get("history", []), s) if "history" in obj else []
+    history = _history(obj["history"], s) if "history" in obj else []
     page = _page(obj["page"]) if "page" in obj else None
     return {"message": message, "history": history, "page": page}
 

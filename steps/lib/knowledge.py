@@ -187,13 +187,14 @@ def load_knowledge(directory: Path, *, embedder: str | None = None) -> Knowledge
     Failures are not cached (functools.cache does not store exceptions), so a container
     that hit a bad artifact retries on the next request instead of serving stale state.
     """
-    metadata = _read_metadata(Path(directory))
+    directory = Path(directory)
+    metadata = _read_metadata(directory)
     if embedder is not None and metadata["embedder"]["id"] != embedder:
         raise KnowledgeError(
             f"knowledge artifact was built with embedder {metadata['embedder']['id']!r}, "
             f"but this runtime embeds queries with {embedder!r}: rebuild the index"
         )
-    matrix = _read_matrix(Path(directory), metadata)
+    matrix = _read_matrix(directory, metadata)
     chunks = [
         Chunk(c["id"], c["page"], c["heading"], c["text"], c["tokens"]) for c in metadata["chunks"]
     ]
@@ -259,5 +260,5 @@ def _postings(flat: np.ndarray, lengths: np.ndarray, n_terms: int) -> tuple[np.n
 
 
 def content_hash(text: str) -> str:
-    """Short content hash for a chunk (also the Titan cache key's text part)."""
+    """Short content hash of a chunk's document, stored with each chunk in knowledge.json."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]

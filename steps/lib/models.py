@@ -16,12 +16,14 @@ from .settings import Settings
 if TYPE_CHECKING:
     import numpy as np
 
+# Converse's usage counters: the keys S5 returns and S6 prices.
+USAGE_KEYS = ("inputTokens", "outputTokens", "cacheReadInputTokens", "cacheWriteInputTokens")
+
 
 @dataclass(frozen=True, slots=True)
 class ModelReply:
     text: str
-    # Converse's usage keys: inputTokens, outputTokens, cacheReadInputTokens, cacheWriteInputTokens
-    usage: dict[str, int] = field(default_factory=dict)
+    usage: dict[str, int] = field(default_factory=dict)  # keyed by USAGE_KEYS
     stop_reason: str = "end_turn"
     guardrail_text_units: int = 0
 
@@ -60,5 +62,4 @@ def query_embedder(s: Settings) -> QueryEmbedder:
 
 def usage_of(reply: ModelReply) -> dict[str, int]:
     """The four Converse usage counters, zero-filled (the shape S5 returns and S6 prices)."""
-    keys = ("inputTokens", "outputTokens", "cacheReadInputTokens", "cacheWriteInputTokens")
-    return {key: int(reply.usage.get(key, 0)) for key in keys}
+    return {key: int(reply.usage.get(key, 0)) for key in USAGE_KEYS}

@@ -24,6 +24,8 @@ EMBEDDING_OVERHEAD_TOKENS = 8
 MAX_CHARS_PER_OUTPUT_TOKEN = 16
 GUARDRAIL_UNIT_CHARS = 1000
 
+# models.USAGE_KEYS restated, not imported: the config wiring check follows imports
+# (tests/infra/test_step_wiring.py), and models.py would hand S3 and S6 the model settings.
 USAGE_KEYS = ("inputTokens", "outputTokens", "cacheReadInputTokens", "cacheWriteInputTokens")
 
 
@@ -47,7 +49,7 @@ def guardrail_unit_bound(s: Settings) -> int:
 
 def reserve_micros(s: Settings) -> int:
     """The worst case of one message, an upper bound of ``actual_micros``."""
-    # Every input token may be billed at the dearer of plain input and cache write (1.25x).
+    # Every input token may be billed at the dearest of plain input, cache write and cache read.
     input_price = max(
         s.price_input_per_mtok, s.price_cache_write_per_mtok, s.price_cache_read_per_mtok
     )

@@ -16,6 +16,7 @@ import html
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from . import signing, tokens
@@ -141,7 +142,14 @@ def message_token_limit(s: Settings) -> int:
     no grounding. S1 refuses a longer one with a 400, so it never reaches S5 after a
     reservation only to fail there."""
     budget = int(s.max_input_tokens * TOKEN_MARGIN)
-    return budget - token_bound(system_text([])) - MESSAGE_OVERHEAD_TOKENS
+    return budget - _bare_system_bound() - MESSAGE_OVERHEAD_TOKENS
+
+
+@cache
+def _bare_system_bound() -> int:
+    # The system block without grounding is a constant: measure it once per container,
+    # not on every S1 request.
+    return token_bound(system_text([]))
 
 
 def cache_point_worthwhile(system: str) -> bool:

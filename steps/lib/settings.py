@@ -109,7 +109,7 @@ class Settings:
     def to_env(self, *names: str) -> dict[str, str]:
         """Environment variables for the named fields (all of them when none are named)."""
         chosen = names or tuple(sorted(_FIELD_NAMES))
-        return {ENV_PREFIX + n.upper(): _render(getattr(self, _field(n).name)) for n in chosen}
+        return {ENV_PREFIX + n.upper(): str(getattr(self, _field(n).name)) for n in chosen}
 
 
 def usd_to_micros(usd: Decimal) -> int:
@@ -129,8 +129,8 @@ def cdk_context(path: Path | None = None) -> dict[str, Any]:
     return context
 
 
-_FIELD_NAMES = frozenset(f.name for f in fields(Settings))
 _FIELDS = {f.name: f for f in fields(Settings)}
+_FIELD_NAMES = frozenset(_FIELDS)
 
 
 def _field(name: str) -> dataclasses.Field[Any]:
@@ -161,10 +161,6 @@ def _coerce(field: dataclasses.Field[Any], value: Any) -> Any:
         raise SettingsError(f"setting {field.name}: {value!r} is not a valid {kind}") from None
 
 
-def _render(value: Any) -> str:
-    return str(value)
-
-
 def _problems(s: Settings) -> list[str]:
     checks = [
         (s.daily_ceiling_usd > 0, "daily_ceiling_usd must be > 0"),
@@ -179,6 +175,6 @@ def _problems(s: Settings) -> list[str]:
         (bool(s.model_id and s.table_name), "model_id and table_name are required"),
         (s.embedding_dimensions > 0, "embedding_dimensions must be > 0"),
     ]
-    prices = [v for k, v in ((f, getattr(s, f)) for f in _FIELD_NAMES) if k.startswith("price_")]
+    prices = [getattr(s, name) for name in _FIELD_NAMES if name.startswith("price_")]
     checks.append((all(p >= 0 for p in prices), "prices must be >= 0"))
     return [message for ok, message in checks if not ok]

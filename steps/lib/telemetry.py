@@ -55,7 +55,6 @@ class Backend:
     def __init__(self, *, on_lambda: bool) -> None:
         from aws_lambda_powertools import Logger
 
-        self.on_lambda = on_lambda
         level = os.environ.get("POWERTOOLS_LOG_LEVEL") or "INFO"
         stream: Any = _CurrentStream("stdout" if on_lambda else "stderr")
         self.logger = Logger(service=SERVICE, level=level, stream=stream)
