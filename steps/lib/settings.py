@@ -61,7 +61,6 @@ class Settings:
     signing_key_param: str = "/chatguard/signing-key"
     secret_grace_seconds: int = 3600
     secret_cache_seconds: int = 300
-    mode_cache_seconds: int = 30
     bedrock_connect_timeout_seconds: int = 2
     bedrock_read_timeout_seconds: int = 20
     model_backend: ModelBackend = "bedrock"
