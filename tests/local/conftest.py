@@ -16,6 +16,8 @@ from steps.lib.settings import DEFAULT_KNOWLEDGE_DIR, PROJECT_ROOT, Settings
 
 QUESTION = {"message": "How does the WAF rate-based rule protect the chat?"}
 VISITOR = "192.0.2.1"
+# Every state an answered message passes through, in order (the ASL's happy path).
+ANSWERED_PATH = ["OriginVerify", "Quota", "CostGate", "Retrieve", "Invoke", "Reconcile", "Answer"]
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,8 @@ import pytest
 from local.runtime import LocalRuntime
 from steps.lib.settings import Settings
 
+from .conftest import ANSWERED_PATH
+
 ALLOWED = {"decision": "allowed"}
 
 
@@ -47,15 +49,7 @@ def test_the_real_asl_runs_every_task_in_process(stand_in_runtime: LocalRuntime)
     assert outcome.status == 200
     assert outcome.body == {"reply": "stand-in reply", "sources": [], "sig": "s"}
     states = [s.state for s in outcome.steps]
-    assert states == [
-        "OriginVerify",
-        "Quota",
-        "CostGate",
-        "Retrieve",
-        "Invoke",
-        "Reconcile",
-        "Answer",
-    ]
+    assert states == ANSWERED_PATH
     assert [s.decision for s in outcome.steps[:3]] == ["allowed", "allowed", "reserved"]
 
 

@@ -9,7 +9,15 @@ from pathlib import Path
 from local.runtime import LocalRuntime
 from local.wire import error_response
 
-from .conftest import QUESTION, VISITOR, day_total, items_by_key, number, reservations
+from .conftest import (
+    ANSWERED_PATH,
+    QUESTION,
+    VISITOR,
+    day_total,
+    items_by_key,
+    number,
+    reservations,
+)
 
 
 def _states(outcome: object) -> list[str]:
@@ -22,15 +30,7 @@ def test_an_allowed_message_is_answered_reserved_and_settled(runtime: LocalRunti
     assert outcome.status == 200
     assert outcome.body["reply"] and outcome.body["sig"]
     assert {"page", "heading"} <= set(outcome.body["sources"][0])
-    assert _states(outcome) == [
-        "OriginVerify",
-        "Quota",
-        "CostGate",
-        "Retrieve",
-        "Invoke",
-        "Reconcile",
-        "Answer",
-    ]
+    assert _states(outcome) == ANSWERED_PATH
     assert runtime.model_calls == 1 and runtime.embedding_calls == 1
     [reservation] = reservations(runtime)
     assert reservation["status"]["S"] == "settled"
