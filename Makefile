@@ -9,12 +9,12 @@ HOST ?= 127.0.0.1
 PORT ?= 8787
 PYTEST_ARGS ?=
 
-.PHONY: help venv index run test lint typecheck browser synth deploy bench bench-retrieval bench-pipeline clean
+.PHONY: help venv index run test test-calendar lint typecheck browser synth deploy bench bench-retrieval bench-pipeline bench-reserve clean
 
 help:
 	@echo "make run    - set up, build the sample index, serve chat offline on $(HOST):$(PORT)"
 	@echo "make test   - set up (venv, index, Chromium) and run every test"
-	@echo "make index | synth | deploy | lint | bench-retrieval | bench-pipeline | clean"
+	@echo "make index | synth | deploy | lint | bench-retrieval | bench-pipeline | bench-reserve | clean"
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -37,8 +37,23 @@ browser:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 # pytest exits 5 when it collected no test: that is a failure here, never a pass.
-test: $(STAMP) $(KNOWLEDGE) browser lint typecheck
+test: $(STAMP) $(KNOWLEDGE) browser lint typecheck test-calendar
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# The tests that touch days and months, again under a faked wall clock (Debian's faketime,
+# which the Makefile installs as root when it is missing): noon on the last day of a month
+# and of a year, and a run that crosses midnight UTC on New Year's Eve. Every other test
+# pins its own clock (tests/clock.py); this proves no test reads the real date after all.
+CALENDAR_TESTS := tests/steps tests/local/test_invariants.py tests/local/test_release.py
+CALENDAR := "@2026-11-30 12:00:00" "@2026-12-31 12:00:00" "@2026-12-31 23:59:50"
+test-calendar: $(STAMP) $(KNOWLEDGE)
+	@command -v faketime >/dev/null 2>&1 || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime >/dev/null; }
+	@for instant in $(CALENDAR); do \
+	  echo "faketime $$instant: $(CALENDAR_TESTS)"; \
+	  TZ=UTC faketime -f "$$instant" $(BIN)/pytest -q -p no:cacheprovider $(CALENDAR_TESTS) \
+	    || exit 1; \
+	done
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -64,13 +79,16 @@ synth: $(STAMP) $(KNOWLEDGE) $(CDK)
 deploy: synth
 	$(CDK_ENV) $(CDK) deploy --all --app cdk.out --no-notices $(CDK_ARGS)
 
-bench: bench-retrieval bench-pipeline
+bench: bench-retrieval bench-pipeline bench-reserve
 
 bench-retrieval: $(STAMP) $(KNOWLEDGE)
 	$(BIN)/python -m tests.bench.retrieval
 
 bench-pipeline: $(STAMP) $(KNOWLEDGE)
 	$(BIN)/python -m tests.bench.pipeline
+
+bench-reserve: $(STAMP) $(KNOWLEDGE)
+	$(BIN)/python -m tests.bench.reserve
 
 clean:
 	rm -rf build cdk.out test-output .pytest_cache

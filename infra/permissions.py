@@ -13,8 +13,7 @@ from aws_cdk import Aws, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-# Geographic and global inference profile prefixes, e.g. "global.anthropic.claude-...".
-PROFILE_PREFIXES = ("global", "us", "eu", "apac", "jp", "au", "ca", "us-gov")
+from steps.lib.model_ids import foundation_model_id, split_profile
 
 
 def items(
@@ -42,14 +41,6 @@ def parameter_arn(scope: Construct, name: str) -> str:
 
 def foundation_model_arn(model: str, region: str = Aws.REGION) -> str:
     return f"arn:{Aws.PARTITION}:bedrock:{region}::foundation-model/{model}"
-
-
-def split_profile(model_id: str) -> tuple[str | None, str]:
-    """("global", "anthropic.claude-...") for a profile id; (None, model_id) for a model id."""
-    prefix, _, rest = model_id.partition(".")
-    if rest and prefix in PROFILE_PREFIXES:
-        return prefix, rest
-    return None, model_id
 
 
 def converse(model_id: str) -> list[iam.PolicyStatement]:
@@ -80,6 +71,15 @@ def converse(model_id: str) -> list[iam.PolicyStatement]:
             conditions={"StringEquals": {"bedrock:InferenceProfileArn": profile_arn}},
         ),
     ]
+
+
+def count_tokens(model_id: str) -> iam.PolicyStatement:
+    """CountTokens (free) on the bare foundation model behind ``model_id``, in this Region:
+    it refuses inference-profile ids, so S5 always counts on the model itself."""
+    return iam.PolicyStatement(
+        actions=["bedrock:CountTokens"],
+        resources=[foundation_model_arn(foundation_model_id(model_id))],
+    )
 
 
 def embed(model_id: str) -> iam.PolicyStatement:

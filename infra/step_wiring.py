@@ -22,7 +22,7 @@ PRICING = (
     "max_input_tokens",
     "max_output_tokens",
     "message_max_chars",
-    "history_turn_max_chars",
+    "grounding_token_budget",
 )
 
 STEP_SETTINGS: dict[str, tuple[str, ...]] = {
@@ -43,6 +43,8 @@ STEP_SETTINGS: dict[str, tuple[str, ...]] = {
         "monthly_ceiling_usd",
         "visitor_cost_share",
         *PRICING,
+        "model_backend",  # with the Region: exact metering (CountTokens) or the byte bound
+        "history_max_turns",  # read by the prompt module whose fixed text every reserve holds
     ),
     "Retrieve": (
         "model_backend",
@@ -54,15 +56,13 @@ STEP_SETTINGS: dict[str, tuple[str, ...]] = {
     "Invoke": (
         "model_backend",
         "model_id",
-        "guardrail_id",
         "guardrail_version",
-        "guardrail_policy_count",
         "signing_key_param",
         "secret_grace_seconds",
         *SECRET_CACHE,
-        "max_input_tokens",
-        "max_output_tokens",
         "history_max_turns",
+        "offline_usage",
+        *PRICING,  # S5 re-derives the input its reservation pays for, at its own prices
         *BEDROCK_TIMEOUTS,
     ),
     "Reconcile": ("table_name", *PRICING),

@@ -63,6 +63,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         default=float(edge.get("waf_window_seconds", 120)),
         help="the rate rule's window in seconds (default %(default)s)",
     )
+    serve.add_argument(
+        "--worst-case-usage",
+        action="store_true",
+        help="bill every answer at the worst the provider could bill for what was sent "
+        "(input at its byte bound, maxTokens of output): the money path's adversary",
+    )
     serve.add_argument("--quiet", action="store_true", help="no step log lines")
     serve.set_defaults(func=run_serve)
 
@@ -113,6 +119,7 @@ def run_serve(args: argparse.Namespace) -> int:
             monthly_ceiling_usd=args.monthly_ceiling_usd,
             visitor_message_limit=args.visitor_message_limit,
             body_max_bytes=args.body_max_bytes,
+            offline_usage="worst" if args.worst_case_usage else None,
         )
         options = EdgeOptions(args.rate_limit, args.rate_window, args.trust_viewer_address)
     except (SettingsError, ValueError) as exc:

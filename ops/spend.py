@@ -128,7 +128,7 @@ def render(report: SpendReport) -> str:
         f"({usd(report['settled_reserved_micros'])} reserved -> "
         f"{usd(report['settled_actual_micros'])} actual)"
     )
-    lines.append(f"worst case per message (the reserve): {usd(report['reserve_micros'])}")
+    lines.append(f"largest reserve one message can make: {usd(report['reserve_micros'])}")
     lines.append("")
     ceiling = report["visitor_ceiling_micros"]
     lines.append(

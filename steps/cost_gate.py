@@ -1,15 +1,18 @@
 """S3 CostGate: reserve the worst case of this message on day, month and visitor, or refuse.
 
-One DynamoDB transaction does both the operator-mode check and the reservation; only a
-refused mode check costs a second read (to tell degraded from off).
+The reserve is sized for this request (pricing.reserve_for: the system prompt and the
+message at their byte bound, room for history and grounding, maxTokens of output). One
+DynamoDB transaction does both the operator-mode check and the reservation; only a refused
+mode check costs a second read (to tell degraded from off).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
-from steps.lib import clients, ledger, observability, pricing
+from steps.lib import clients, ledger, model_ids, observability, pricing, prompt
 from steps.lib.settings import settings
 
 OFF = "The chat is switched off for now. Everything it knows is on this site's pages."
@@ -21,13 +24,22 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     ceilings = ledger.Ceilings(
         s.daily_ceiling_micros, s.monthly_ceiling_micros, s.visitor_ceiling_micros
     )
-    micros = pricing.reserve_micros(s)
+    request = event["request"]
+    reserve = pricing.reserve_for(
+        s, request["message"], request.get("history") or [],
+        bare_system=prompt.system_text([]),
+        metering=model_ids.metering_for(s, os.environ.get("AWS_REGION")),
+    )  # fmt: skip
+    micros = reserve.micros
     outcome = ledger.reserve(
         db, s.table_name, request_id=event["requestId"], visitor=event["visitor"],
         day=event["day"], micros=micros, ceilings=ceilings, now=now,
     )  # fmt: skip
     if isinstance(outcome, ledger.Reservation):
-        observability.decision("reserved", visitor=outcome.visitor, reserved_micros=micros)
+        observability.decision(
+            "reserved", visitor=outcome.visitor, reserved_micros=micros,
+            input_tokens=reserve.input_tokens,
+        )  # fmt: skip
         return {"decision": "reserved", "reservation": _wire(outcome)}
     if outcome.reason == "mode" and ledger.read_mode(db, s.table_name, now=now) == "off":
         observability.decision("off")

@@ -23,8 +23,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     s = settings()
     address = event.get("viewerAddress")
     identity.network_of(address)  # IdentityError (fail closed) before any AWS call
-    day = identity.day_of(time.time())
-    salt = secrets.salt_for_day(secrets.get_secret(s.salt_param, s), day)
+    now = time.time()
+    day = identity.day_of(now)
+    salt = secrets.salt_for_day(secrets.get_secret(s.salt_param, s, now=now), day)
     visitor = identity.visitor_hash(address, day, salt)
     result = ledger.count_message(
         clients.dynamodb(), s.table_name, visitor=visitor, day=day, limit=s.visitor_message_limit

@@ -1,4 +1,10 @@
-"""S6 Reconcile: settle the reservation to what the message actually cost, at most once."""
+"""S6 Reconcile: settle the reservation to what the message actually cost, at most once.
+
+Two callers in the state machine: after an answer (``usage`` from S5), and as
+ReleaseReservation when S4 or S5 failed before the model call (``release: true``): then no
+model call was made and the reservation settles at the query embedding's bound, the only
+thing that may have been billed.
+"""
 
 from __future__ import annotations
 
@@ -15,17 +21,25 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     reservation = ledger.Reservation(
         r["id"], int(r["reservedMicros"]), r["day"], r["month"], r["visitor"]
     )
-    actual = pricing.actual_micros(
-        s,
-        event["usage"],
-        int(event.get("embeddingTokens") or 0),
-        int(event.get("guardrailTextUnits") or 0),
-    )
+    if event.get("release") is True:
+        actual = pricing.release_micros(s)
+    else:
+        actual = pricing.actual_micros(
+            s,
+            event["usage"],
+            int(event.get("embeddingTokens") or 0),
+            int(event.get("guardrailTextUnits") or 0),
+        )
     settled = ledger.reconcile(
         clients.dynamodb(), s.table_name, reservation, actual_micros=actual, now=time.time()
     )
+    decision = (
+        "released"
+        if event.get("release") is True and settled.status == "settled"
+        else (settled.status)
+    )
     observability.decision(
-        settled.status, visitor=reservation.visitor, cost_micros=actual,
+        decision, visitor=reservation.visitor, cost_micros=actual,
         reserved_micros=reservation.reserved_micros, released_micros=settled.released_micros,
     )  # fmt: skip
     return {

@@ -1,14 +1,17 @@
 """S4 Retrieve: embed (previous user turn + message), hybrid-rank the index, cut to budget.
 
 The index is loaded (and checked against the query embedder) before the embedding call, so
-a missing or mismatched artifact fails closed without paying for an embedding.
+a missing or mismatched artifact fails closed without paying for an embedding. The query is
+cut to ``pricing.TITAN_QUERY_MAX_BYTES`` of byte bound: under Titan's 8,192-token input
+limit whatever its tokenizer does, and within what the reserve paid for. Any failure here
+happens before the model call, so the state machine releases the reservation.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from steps.lib import models, observability
+from steps.lib import byte_bound, models, observability, pricing
 from steps.lib.settings import settings
 
 TOP_MATCHES = 5  # matches added after the current page's chunks (the article's top five)
@@ -21,7 +24,10 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     s, request = settings(), event["request"]
     embedder = models.query_embedder(s)
     kb = knowledge.load_knowledge(s.knowledge_dir, embedder=embedder.id)
-    text = retrieval.query_text(request["message"], request.get("history") or [])
+    text = byte_bound.cut_to_bound(
+        retrieval.query_text(request["message"], request.get("history") or []),
+        pricing.TITAN_QUERY_MAX_BYTES,
+    )
     vector, embedding_tokens = embedder.embed_query(text)
     ranked = retrieval.rank(kb, vector, text, limit=TOP_MATCHES)
     chunks = retrieval.select_grounding(

@@ -141,6 +141,7 @@ class ChatStack(Stack):
             "Retrieve": [allow.embed(runtime.embedding_model_id)],
             "Invoke": [
                 *allow.converse(runtime.model_id),
+                allow.count_tokens(runtime.model_id),
                 allow.apply_guardrail(self.guardrail.guardrail.attr_guardrail_arn),
                 allow.read_parameter(params[runtime.signing_key_param]),
             ],

@@ -1,9 +1,13 @@
 """Bedrock adapters: Converse for the answer, Titan Text Embeddings V2 for the query.
 
 The Converse client has explicit timeouts and no retries (clients.py): one reservation pays
-for one call. Every failure (timeout, throttling, 5xx, a reply without output or usage)
-becomes ModelError, which the state machine answers with a 503 while the reservation
-stands. Titan failures become EmbeddingError (S4, so the state machine fails closed).
+for one call. CountTokens (free) measures the exact request before it, on the bare
+foundation model (it refuses inference-profile ids) and only in the Regions that offer it;
+anywhere else, or on any failure, S5 falls back to the byte bound (metering.py). Every
+Converse failure (timeout, throttling, 5xx, a reply without output or usage) becomes
+ModelError, which the state machine answers with a 503 while the reservation stands.
+Titan failures become EmbeddingError (S4: the state machine releases the reservation and
+fails closed).
 """
 
 from __future__ import annotations
@@ -13,8 +17,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .errors import EmbeddingError, ModelError
+from .model_ids import COUNT_TOKENS_REGIONS, foundation_model_id
 from .models import USAGE_KEYS, ModelReply
-from .prompt import cache_point_worthwhile
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -25,6 +29,7 @@ class BedrockResponder:
     def __init__(self, s: Settings, client: Any) -> None:
         self._settings = s
         self._client = client
+        self._region: str | None = getattr(getattr(client, "meta", None), "region_name", None)
 
     def converse(
         self, *, system: str, messages: list[dict[str, Any]], guard_text: str | None
@@ -40,14 +45,36 @@ class BedrockResponder:
             raise ModelError(f"Converse failed: {type(exc).__name__}") from exc
         return parse_converse(response)
 
+    def count_tokens(self, system: str, messages: list[dict[str, Any]]) -> int:
+        """The exact input tokens of the Converse request for (system, messages)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        from .metering import CountUnavailable
+
+        if self._region not in COUNT_TOKENS_REGIONS:
+            raise CountUnavailable(f"CountTokens is not offered in {self._region}")
+        request = self.request(system, messages)
+        try:
+            response = self._client.count_tokens(
+                modelId=foundation_model_id(self._settings.model_id),
+                input={"converse": {"system": request["system"], "messages": messages}},
+            )
+            return _count(response["inputTokens"])
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "ClientError")
+            raise CountUnavailable(f"CountTokens failed: {code}") from exc
+        except BotoCoreError as exc:
+            raise CountUnavailable(f"CountTokens failed: {type(exc).__name__}") from exc
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CountUnavailable("CountTokens returned a malformed response") from exc
+
     def request(self, system: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
         s = self._settings
-        blocks: list[dict[str, Any]] = [{"text": system}]
-        if cache_point_worthwhile(system):
-            blocks.append({"cachePoint": {"type": "default"}})
+        # No cachePoint, ever: Haiku caches only from 4,096 tokens (about 3x the default
+        # prompt) and a cache write bills 1.25x input, which the reserve does not price.
         request: dict[str, Any] = {
             "modelId": s.model_id,
-            "system": blocks,
+            "system": [{"text": system}],
             "messages": messages,
             "inferenceConfig": {"maxTokens": s.max_output_tokens},
         }

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from . import prompt
+from .byte_bound import fixed_prompt_bound
 from .errors import BadRequest
 from .settings import Settings
 
@@ -45,10 +46,13 @@ def validate_request(body: object, s: Settings) -> ChatRequest:
     if "message" not in obj:
         raise BadRequest("message is required")
     message = _text(obj["message"], "message", s.message_max_chars)
-    if prompt.token_bound(message) > prompt.message_token_limit(s):
-        # Within the character limit, but dense scripts (emoji, CJK) weigh more per
-        # character than the prompt can carry: say so now, before any quota or spend.
-        raise BadRequest("message is too long for the assistant: please shorten it")
+    if fixed_prompt_bound(prompt.bare_system_tokens(), message) > s.max_input_tokens:
+        # Within the character limit, but its byte bound (dense scripts such as emoji or
+        # CJK weigh up to 4 per character) leaves no prompt that fits max_input_tokens:
+        # say so now, before any quota or spend.
+        raise BadRequest(
+            "message is too long for the assistant (too many bytes in UTF-8): please shorten it"
+        )
     history = _history(obj["history"], s) if "history" in obj else []
     page = _page(obj["page"]) if "page" in obj else None
     return {"message": message, "history": history, "page": page}

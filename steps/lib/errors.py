@@ -43,3 +43,8 @@ class EmbeddingError(ChatguardError):
 
 class ReconcileError(ChatguardError):
     """Settling a reservation failed; the reservation stands (over-counts, never under)."""
+
+
+class NotSent(ChatguardError):
+    """S5 refused to call the model: what it would send does not fit the reservation it
+    carries. Nothing was sent, so the state machine releases the reservation (503)."""

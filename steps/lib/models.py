@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .pricing import USAGE_KEYS
 from .settings import Settings
 
 if TYPE_CHECKING:
     import numpy as np
 
-# Converse's usage counters: the keys S5 returns and S6 prices.
-USAGE_KEYS = ("inputTokens", "outputTokens", "cacheReadInputTokens", "cacheWriteInputTokens")
+__all__ = ["USAGE_KEYS", "ModelReply", "QueryEmbedder", "Responder", "responder", "usage_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +32,11 @@ class Responder(Protocol):
     def converse(
         self, *, system: str, messages: list[dict[str, Any]], guard_text: str | None
     ) -> ModelReply: ...
+
+    def count_tokens(self, system: str, messages: list[dict[str, Any]]) -> int:
+        """Exact input tokens of this request; raises metering.CountUnavailable when the
+        provider cannot count it (offline stand-ins never can)."""
+        ...
 
 
 class QueryEmbedder(Protocol):

@@ -42,6 +42,7 @@ METRICS = (
     "ModelCalls",
     "CostMicros",
     "ReservationOpen",
+    "CountTokensFailed",
 )
 # (step, decision) -> counted metric; "*" matches any decision of that step. Degraded is
 # counted where the visitor is actually served a degraded answer (S7, or mode "off" in S3),
@@ -129,14 +130,19 @@ def metrics_for(
 ) -> dict[str, float]:
     """The EMF metrics one invocation emits (pure, so the mapping is testable alone)."""
     if error is not None:
-        return {("ReservationOpen" if step in _RESERVATION_STEPS else "FailClosed"): 1}
+        # NotSent: S5 refused before sending anything; the reservation is released.
+        stands = step in _RESERVATION_STEPS and error != "NotSent"
+        return {("ReservationOpen" if stands else "FailClosed"): 1}
     out: dict[str, float] = {}
     name = _COUNTED.get((step, decision_name or "")) or _COUNTED.get((step, "*"))
     if name:
         out[name] = 1
+    if fields.get("count_failed") is True:  # S5 metered by the byte bound instead
+        out["CountTokensFailed"] = 1
     cost = fields.get("cost_micros")
     # Only a fresh settlement adds spend: "already_settled" (a replay) must not count twice.
-    if (step, decision_name) == ("Reconcile", "settled") and isinstance(cost, int):
+    settles = step == "Reconcile" and decision_name in ("settled", "released")
+    if settles and isinstance(cost, int):
         out["CostMicros"] = int(cost)
     return out
 

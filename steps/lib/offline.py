@@ -2,7 +2,11 @@
 
 - ``ExtractiveResponder`` answers WITHOUT a language model: it reads the reference block
   of the prompt back, picks the sentences most similar to the question, and reports usage
-  the way Converse does, with token counts from ``tokens.count_tokens``. Deterministic.
+  the way Converse does. Deterministic. Its usage is either the project's estimate
+  (``tokens.count_tokens``) or, with ``offline_usage = "worst"``, the worst case a provider
+  could bill for exactly what was sent: the byte bound of the input, ``maxTokens`` of
+  output and every guardrail unit the reserve allows for. It cannot count tokens exactly
+  (there is no CountTokens offline), so S5 meters it by the byte bound.
 - ``HashingQueryEmbedder`` embeds the query with the indexer's feature-hashing embedder
   (the offline stand-in for Titan), so query and index vectors live in one space.
 """
@@ -16,7 +20,8 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from . import tokens
+from . import pricing, tokens
+from .byte_bound import message_texts, prompt_bound, text_bound
 from .models import ModelReply
 from .prompt import REFERENCE_SOURCE
 from .settings import Settings
@@ -36,29 +41,41 @@ class ExtractiveResponder:
     def __init__(self, s: Settings) -> None:
         self._settings = s
 
+    def count_tokens(self, system: str, messages: list[dict[str, Any]]) -> int:
+        from .metering import CountUnavailable
+
+        raise CountUnavailable("the offline stand-in has no tokenizer to count with")
+
     def converse(
         self, *, system: str, messages: list[dict[str, Any]], guard_text: str | None
     ) -> ModelReply:
+        s = self._settings
         question = _text_of(messages[-1]) if messages else ""
         picked = _best_sentences(_sentences(system), question)
         reply = OFFLINE_PREFIX + " ".join(picked) if picked else NO_MATCH
-        reply = _cap(reply, self._settings.max_output_tokens)
+        reply = _cap(reply, s.max_output_tokens)
+        if s.offline_usage == "worst":
+            usage = _usage(prompt_bound(system, messages), s.max_output_tokens)
+            return ModelReply(reply, usage, "end_turn", self._worst_guard_units(guard_text))
         prompt_tokens = tokens.count_tokens(system) + sum(
             tokens.count_tokens(_text_of(m)) for m in messages
         )
-        usage = {
-            "inputTokens": prompt_tokens,
-            "outputTokens": tokens.count_tokens(reply),
-            "cacheReadInputTokens": 0,
-            "cacheWriteInputTokens": 0,
-        }
-        return ModelReply(reply, usage, "end_turn", self._guard_units(guard_text, reply))
+        usage = _usage(prompt_tokens, tokens.count_tokens(reply))
+        return ModelReply(reply, usage, "end_turn", pricing.assessed_units(s, guard_text, reply))
 
-    def _guard_units(self, guard_text: str | None, reply: str) -> int:
+    def _worst_guard_units(self, guard_text: str | None) -> int:
         if guard_text is None or not self._settings.guardrail_id:
             return 0
-        units = math.ceil(len(guard_text) / 1000) + math.ceil(len(reply) / 1000)
-        return units * self._settings.guardrail_policy_count
+        return pricing.guardrail_unit_bound(self._settings, guard_text)
+
+
+def _usage(input_tokens: int, output_tokens: int) -> dict[str, int]:
+    return {
+        "inputTokens": input_tokens,
+        "outputTokens": output_tokens,
+        "cacheReadInputTokens": 0,
+        "cacheWriteInputTokens": 0,
+    }
 
 
 class HashingQueryEmbedder:
@@ -68,20 +85,20 @@ class HashingQueryEmbedder:
         from .hashing_embedder import HashingEmbedder
 
         self._embedder = HashingEmbedder(s.embedding_dimensions)
+        self._worst = s.offline_usage == "worst"
         self.id: str = self._embedder.id
 
     def embed_query(self, text: str) -> tuple[np.ndarray, int]:
-        return self._embedder.embed([text])[0], tokens.count_tokens(text)
+        billed = (
+            text_bound(text) + pricing.EMBEDDING_OVERHEAD_TOKENS
+            if self._worst
+            else tokens.count_tokens(text)
+        )
+        return self._embedder.embed([text])[0], billed
 
 
 def _text_of(message: dict[str, Any]) -> str:
-    parts = []
-    for block in message.get("content", []):
-        if "text" in block:
-            parts.append(block["text"])
-        elif "guardContent" in block:
-            parts.append(block["guardContent"]["text"]["text"])
-    return "\n".join(parts)
+    return "\n".join(message_texts(message))
 
 
 def _sentences(system: str) -> list[tuple[str, str]]:

@@ -6,21 +6,22 @@ validated history. No client-supplied text ever enters the system block.
 - History keeps at most ``history_max_turns`` prior turns, alternating user/assistant from
   a user turn; an assistant turn whose ``sig`` does not verify was not written by this
   server, so it is dropped together with the user turn it answered (roles still alternate).
-- The whole prompt stays under ``max_input_tokens`` (minus a margin for the tokenizer
-  approximation): the oldest history goes first, then the lowest-ranked grounding.
+- ``candidates`` lists what may be sent, fullest first; S5 sends the first that fits the
+  input its reservation paid for (metering.py): the oldest history goes first, then the
+  lowest-ranked grounding.
 """
 
 from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from . import signing, tokens
-from .errors import ModelError
+from . import signing
+from .byte_bound import text_bound
 from .settings import Settings
 
 SYSTEM_PROMPT = """\
@@ -46,14 +47,6 @@ REFERENCE_SOURCE = re.compile(
     r'<source page="(?P<page>[^"]*)" heading="(?P<heading>[^"]*)">\n?(?P<text>.*?)\n?</source>',
     re.DOTALL,
 )
-# Bedrock caches a prefix only from 4,096 tokens per checkpoint; a shorter cachePoint
-# silently does nothing (docs/pipeline.md). With the default budgets the prompt stays far
-# below it, so no cachePoint is sent.
-CACHE_MIN_TOKENS = 4096
-# count_tokens approximates the model's tokenizer; keep 10 % headroom under the bound that
-# the reservation prices, so a small under-estimate cannot make a message cost more.
-TOKEN_MARGIN = 0.9
-MESSAGE_OVERHEAD_TOKENS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,26 +94,35 @@ def signed_pairs(
     return pairs
 
 
-def build_prompt(
+def candidates(
     s: Settings,
     message: str,
     history: Sequence[Mapping[str, Any]],
     grounding: Sequence[Mapping[str, str]],
     keys: Sequence[str],
-) -> Prompt:
+) -> Iterator[Prompt]:
+    """Every prompt S5 may send, fullest first: the oldest exchange goes first, then the
+    lowest-ranked grounding chunk, down to the system prompt and the message alone.
+    metering.fit sends the first one that fits the reservation."""
     pairs = (
         signed_pairs(history, keys)[-(s.history_max_turns // 2) :]
         if s.history_max_turns > 1
         else []
     )
     chunks = list(grounding)
-    budget = int(s.max_input_tokens * TOKEN_MARGIN)
-    while _tokens(pairs, chunks, message) > budget and pairs:
-        pairs = pairs[1:]  # the oldest exchange goes first
-    while _tokens(pairs, chunks, message) > budget and chunks:
-        chunks = chunks[:-1]  # then the lowest-ranked grounding
-    if _tokens(pairs, chunks, message) > budget:
-        raise ModelError("the prompt cannot fit max_input_tokens; nothing was sent")
+    for kept in range(len(pairs), -1, -1):
+        yield _assemble(s, message, len(history), pairs[len(pairs) - kept :], chunks)
+    for kept in range(len(chunks) - 1, -1, -1):
+        yield _assemble(s, message, len(history), [], chunks[:kept])
+
+
+def _assemble(
+    s: Settings,
+    message: str,
+    turns_sent: int,
+    pairs: Sequence[tuple[str, str]],
+    chunks: Sequence[Mapping[str, str]],
+) -> Prompt:
     guarded = bool(s.guardrail_id)
     messages = [
         m for user, reply in pairs for m in (_message("user", user), _message("assistant", reply))
@@ -132,53 +134,16 @@ def build_prompt(
         messages=messages,
         guard_text=message if guarded else None,
         history_turns=2 * len(pairs),
-        dropped_turns=len(history) - 2 * len(pairs),
+        dropped_turns=turns_sent - 2 * len(pairs),
         grounding_chunks=len(chunks),
     )
 
 
-def message_token_limit(s: Settings) -> int:
-    """The largest message (by token_bound) a prompt can always carry, with no history and
-    no grounding. S1 refuses a longer one with a 400, so it never reaches S5 after a
-    reservation only to fail there."""
-    budget = int(s.max_input_tokens * TOKEN_MARGIN)
-    return budget - _bare_system_bound() - MESSAGE_OVERHEAD_TOKENS
-
-
 @cache
-def _bare_system_bound() -> int:
-    # The system block without grounding is a constant: measure it once per container,
-    # not on every S1 request.
-    return token_bound(system_text([]))
-
-
-def cache_point_worthwhile(system: str) -> bool:
-    return tokens.count_tokens(system) >= CACHE_MIN_TOKENS
-
-
-def _tokens(pairs: list[tuple[str, str]], chunks: list[Mapping[str, str]], message: str) -> int:
-    texts = [system_text(chunks), message, *(t for pair in pairs for t in pair)]
-    overhead = MESSAGE_OVERHEAD_TOKENS * (1 + 2 * len(pairs))
-    return sum(token_bound(t) for t in texts) + overhead
-
-
-_SPACE_BEFORE_WORD = re.compile(r" (?=[^\W_])")
-
-
-def token_bound(text: str) -> int:
-    """count_tokens plus what it cannot see, so client text cannot outrun the reserve.
-
-    count_tokens is tuned for English prose: a run of letters costs one token per 6
-    characters and whitespace costs nothing. A byte-level tokenizer spends up to one token
-    per UTF-8 byte, so each non-ASCII character adds its byte length (2000 CJK or emoji
-    characters would otherwise pass as about 334 tokens), and every whitespace character
-    adds one, except the single space that a following word absorbs (" word").
-    """
-    raw = text.encode("utf-8", "surrogatepass")
-    non_ascii_bytes = len(raw) - len(text.encode("ascii", "ignore"))
-    free_spaces = len(_SPACE_BEFORE_WORD.findall(text))
-    whitespace = sum(1 for char in text if char.isspace()) - free_spaces
-    return tokens.count_tokens(text) + non_ascii_bytes + whitespace
+def bare_system_tokens() -> int:
+    """The byte bound of the system block without grounding: a constant, measured once per
+    container. Every prompt carries it, so every reserve pays for it."""
+    return text_bound(system_text([]))
 
 
 def _message(role: str, text: str) -> dict[str, Any]:

@@ -4,6 +4,13 @@ Each SSM SecureString holds ``{"current", "previous", "rotated_at"}`` (docs/inte
 the ops CLI's rotate command writes the same shape through ``render_secret``. Values are
 cached per container for ``secret_cache_seconds`` so a warm step makes no SSM call; a
 rotation keeps ``previous`` valid for ``secret_grace_seconds``, longer than the cache.
+
+A cached value never outlives the UTC day it was read on. The visitor salt depends on the
+day (``salt_for_day``): a container still holding the value it read before a rotation at
+23:58 would otherwise keep hashing tomorrow's visitors with the old salt for up to
+``secret_cache_seconds`` while a fresh container uses the new one: two identities, two
+quotas, for one visitor. Re-reading at the first request of each day makes every container
+derive the same day salt.
 """
 
 from __future__ import annotations
@@ -67,27 +74,43 @@ def salt_for_day(secret: SecretValue, day: str) -> str:
     A visitor's hash therefore never changes mid-day: a rotation cannot hand anyone a fresh
     quota, and the new salt starts with the next day's fresh counters anyway.
     """
-    rotation_day = datetime.fromtimestamp(secret.rotated_at, tz=UTC).strftime("%Y-%m-%d")
+    rotation_day = _utc_day(secret.rotated_at)
     if secret.previous and day <= rotation_day:
         return secret.previous
     return secret.current
 
 
-_cache: dict[str, tuple[float, SecretValue]] = {}
+# name -> (monotonic time read, UTC day read, value)
+_cache: dict[str, tuple[float, str, SecretValue]] = {}
 _lock = threading.Lock()
 
 
-def get_secret(name: str, s: Settings, *, client: Any = None) -> SecretValue:
-    """The parsed secret ``name``, from the container cache or one SSM GetParameter."""
-    now = time.monotonic()
+def get_secret(
+    name: str, s: Settings, *, client: Any = None, now: float | None = None
+) -> SecretValue:
+    """The parsed secret ``name``, from the container cache or one SSM GetParameter.
+
+    ``now`` is the wall clock (Unix seconds; tests pin it): it only decides the UTC day.
+    """
+    tick = time.monotonic()
+    day = _cache_period(time.time() if now is None else now)
     with _lock:
         hit = _cache.get(name)
-    if hit and now - hit[0] < s.secret_cache_seconds:
-        return hit[1]
+    if hit and tick - hit[0] < s.secret_cache_seconds and hit[1] == day:
+        return hit[2]
     value = parse_secret(_fetch(name, client))
     with _lock:
-        _cache[name] = (now, value)
+        _cache[name] = (tick, day, value)
     return value
+
+
+def _cache_period(now: float) -> str:
+    """A cached value is good for one UTC day at most (see the module docstring)."""
+    return _utc_day(now)
+
+
+def _utc_day(now: float) -> str:
+    return datetime.fromtimestamp(now, tz=UTC).strftime("%Y-%m-%d")
 
 
 def cache_clear() -> None:

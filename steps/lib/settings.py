@@ -28,6 +28,10 @@ DEFAULT_KNOWLEDGE_DIR = PROJECT_ROOT / "build" / "knowledge"
 MICROS_PER_USD = 1_000_000
 
 ModelBackend = Literal["bedrock", "offline"]
+# How the offline responder reports usage: its own estimate, or the worst case the provider
+# could bill for what was sent (the byte bound of the input, maxTokens of output, every
+# guardrail unit): the adversary the money-path tests and `serve --worst-case-usage` use.
+OfflineUsage = Literal["estimate", "worst"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +68,7 @@ class Settings:
     bedrock_connect_timeout_seconds: int = 2
     bedrock_read_timeout_seconds: int = 20
     model_backend: ModelBackend = "bedrock"
+    offline_usage: OfflineUsage = "estimate"
     knowledge_dir: Path = DEFAULT_KNOWLEDGE_DIR
 
     def __post_init__(self) -> None:
@@ -171,6 +176,7 @@ def _problems(s: Settings) -> list[str]:
         (s.message_max_chars > 0 and s.history_max_turns >= 0, "message/history bounds"),
         (s.body_max_bytes > 0, "body_max_bytes must be > 0"),
         (s.model_backend in ("bedrock", "offline"), "model_backend must be bedrock|offline"),
+        (s.offline_usage in ("estimate", "worst"), "offline_usage must be estimate|worst"),
         (bool(s.model_id and s.table_name), "model_id and table_name are required"),
         (s.embedding_dimensions > 0, "embedding_dimensions must be > 0"),
     ]

@@ -112,9 +112,20 @@ def test_retrieve_may_only_embed_with_the_embedding_model(synth):
 
 def test_invoke_may_only_converse_with_the_model_and_apply_the_guardrail(synth):
     s = statements_of(synth, "Invoke")
-    allowed = {"bedrock:InvokeModel", "bedrock:ApplyGuardrail", "ssm:GetParameter"}
+    allowed = {
+        "bedrock:InvokeModel",
+        "bedrock:CountTokens",
+        "bedrock:ApplyGuardrail",
+        "ssm:GetParameter",
+    }
     assert problems(s, allowed=allowed) == []
     model_id = synth.context["chatguard"]["model_id"]
+    # CountTokens refuses inference-profile ids: it is allowed on the bare model, in this
+    # Region, and on nothing else.
+    (count,) = [x for x in s if x["Action"] == "bedrock:CountTokens"]
+    bare = model_id.split(".", 1)[1]
+    assert mentions([count], f"foundation-model/{bare}") and "Condition" not in count
+    assert not mentions([count], "inference-profile") and not mentions([count], ":*::")
     invoke = [x for x in s if x["Action"] == "bedrock:InvokeModel"]
     assert mentions(invoke, f"inference-profile/{model_id}")
     routed = [x for x in invoke if "Condition" in x]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.step_wiring import STEP_SETTINGS
+from infra.step_wiring import PRICING, STEP_SETTINGS
 from steps.lib.settings import Settings
 from steps.lib.stages import STAGES
 
@@ -27,8 +27,11 @@ NOT_READ_ON_LAMBDA = {
     "Quota": {"bedrock_connect_timeout_seconds", "bedrock_read_timeout_seconds"},
     "CostGate": {"bedrock_connect_timeout_seconds", "bedrock_read_timeout_seconds"},
     "Reconcile": {"bedrock_connect_timeout_seconds", "bedrock_read_timeout_seconds"},
-    # Retrieve only asks models.py for the query embedder, never the responder.
+    # Retrieve only asks models.py for the query embedder, never the responder, and
+    # reads one constant of pricing.py (the Titan query cut), no price.
     "Retrieve": {
+        *(set(PRICING) - {"grounding_token_budget"}),
+        "offline_usage",
         "model_id",
         "guardrail_id",
         "guardrail_version",

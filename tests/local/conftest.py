@@ -4,13 +4,14 @@ server around it."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from local.runtime import LocalRuntime
+from local.runtime import LocalRuntime, Outcome
 from local.server import ChatServer, EdgeOptions, serve_in_thread
 from steps.lib.settings import DEFAULT_KNOWLEDGE_DIR, PROJECT_ROOT, Settings
 
@@ -106,3 +107,23 @@ def day_total(runtime: LocalRuntime) -> int:
 
 def reservations(runtime: LocalRuntime) -> list[dict[str, Any]]:
     return [i for (pk, _), i in items_by_key(runtime).items() if pk.startswith("RES#")]
+
+
+def all_at_once(count: int, send: Callable[[int], Outcome]) -> list[Outcome]:
+    """Run ``send(i)`` for i in range(count) on as many threads, released together."""
+    barrier = threading.Barrier(count)
+    outcomes: list[Outcome] = []
+    lock = threading.Lock()
+
+    def one(i: int) -> None:
+        barrier.wait()
+        outcome = send(i)
+        with lock:
+            outcomes.append(outcome)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    return outcomes

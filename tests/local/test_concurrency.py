@@ -1,7 +1,8 @@
 """Invariant 1, the hard cap, under concurrency: 64 simultaneous executions against a
 ceiling of three and a half worst-case messages never spend past it, even when every
-message costs its worst case. The same harness with a check-then-add gate (read the
-total, then add) does overshoot, so the test can fail."""
+message is billed at the worst the provider could bill for what was sent. The same harness
+with a check-then-add gate (read the total, then add) does overshoot, so the test can
+fail."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from typing import Any
 import pytest
 
 from local.runtime import LocalRuntime, Outcome
-from steps.lib import ledger, models, pricing
+from steps.lib import ledger, pricing
 
-from .conftest import QUESTION, day_total, reservations
+from .conftest import QUESTION, all_at_once, day_total, reservations
 
 SIMULTANEOUS = 64
 # On AWS 64 executions run on 64 machines and reach the gate together; here they share
@@ -32,44 +33,15 @@ def _tiny_ceiling_runtime(make_runtime: Callable[..., LocalRuntime]) -> LocalRun
     reserve = pricing.reserve_micros(probe.settings)
     probe.close()
     ceiling_usd = f"{3.5 * reserve / 1_000_000:.6f}"
-    return make_runtime(daily_ceiling_usd=ceiling_usd, visitor_cost_share="1")
-
-
-@pytest.fixture(autouse=True)
-def worst_case_usage(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every answered message reports the most tokens it may use (S6 prices this)."""
-
-    def worst(reply: models.ModelReply) -> dict[str, int]:
-        from steps.lib.settings import settings
-
-        s = settings()
-        return {
-            "inputTokens": 0,
-            "outputTokens": s.max_output_tokens,
-            "cacheReadInputTokens": 0,
-            "cacheWriteInputTokens": s.max_input_tokens,
-        }
-
-    monkeypatch.setattr(models, "usage_of", worst)
+    # Every answered message is billed at the worst the provider could bill for what was
+    # sent: the byte bound of the input, maxTokens of output (offline_usage "worst").
+    return make_runtime(
+        daily_ceiling_usd=ceiling_usd, visitor_cost_share="1", offline_usage="worst"
+    )
 
 
 def _burst(runtime: LocalRuntime) -> list[Outcome]:
-    barrier = threading.Barrier(SIMULTANEOUS)
-    outcomes: list[Outcome] = []
-    lock = threading.Lock()
-
-    def visitor(i: int) -> None:
-        barrier.wait()
-        outcome = runtime.send(QUESTION, ip=f"198.51.100.{i + 1}")
-        with lock:
-            outcomes.append(outcome)
-
-    threads = [threading.Thread(target=visitor, args=(i,)) for i in range(SIMULTANEOUS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    return outcomes
+    return all_at_once(SIMULTANEOUS, lambda i: runtime.send(QUESTION, ip=f"198.51.100.{i + 1}"))
 
 
 def _aligned(gate: Callable[..., Any]) -> Callable[..., Any]:
@@ -130,6 +102,9 @@ def test_simultaneous_messages_never_spend_past_the_ceiling(
     assert 1 <= len(answered) <= 3
     assert runtime.model_calls == len(answered)
     assert all(r["status"]["S"] == "settled" for r in reservations(runtime))
+    assert all(
+        int(r["actualMicros"]["N"]) <= int(r["reservedMicros"]["N"]) for r in reservations(runtime)
+    )
     assert day_total(runtime) <= runtime.settings.daily_ceiling_micros
 
 

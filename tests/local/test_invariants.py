@@ -4,7 +4,6 @@ text near the system block, no identity minting, self-resetting."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +13,8 @@ from local.runtime import LocalRuntime
 from local.server import ChatServer
 from statemachine import loader
 from steps.lib import models
+from steps.lib.identity import day_of
+from tests.clock import INSTANTS, pin
 
 from .conftest import QUESTION, VISITOR, items_by_key, reservations
 from .test_server_edge import post
@@ -30,6 +31,9 @@ class Capture:
         capture, real = self, self.inner(s)
 
         class Recording:
+            def count_tokens(self, *args: Any) -> int:
+                return real.count_tokens(*args)
+
             def converse(self, **kwargs: Any) -> Any:
                 open_ = [r for r in reservations(capture.runtime) if r["status"]["S"] == "open"]
                 capture.calls.append({**kwargs, "open_reservations": len(open_)})
@@ -127,19 +131,22 @@ def test_identity_two_ipv6_addresses_in_one_64_share_a_quota(
     assert runtime.send(QUESTION, ip="2001:db8:1:3::a").body.get("limited") is None
 
 
+@pytest.mark.parametrize("instant", list(INSTANTS.values()), ids=list(INSTANTS))
 def test_self_resetting_a_new_day_is_a_new_item_with_no_job(
-    make_runtime: Callable[..., LocalRuntime], monkeypatch: pytest.MonkeyPatch
+    make_runtime: Callable[..., LocalRuntime], monkeypatch: pytest.MonkeyPatch, instant: float
 ) -> None:
+    pin(monkeypatch, instant)
     runtime = make_runtime(visitor_message_limit=1)
     runtime.send(QUESTION, ip=VISITOR)
     assert runtime.send(QUESTION, ip=VISITOR).body.get("limited") is True
     yesterday = set(items_by_key(runtime))
 
-    tomorrow = time.time() + 86_400
-    monkeypatch.setattr(time, "time", lambda: tomorrow)
+    pin(monkeypatch, instant + 86_400)
     outcome = runtime.send(QUESTION, ip=VISITOR)
     assert outcome.status == 200 and "limited" not in outcome.body
-    new_days = {sk for (pk, sk) in set(items_by_key(runtime)) - yesterday if pk == "GLOBAL"}
-    assert len(new_days) == 1  # tomorrow's GLOBAL item, starting from zero
+    new_totals = {sk for (pk, sk) in set(items_by_key(runtime)) - yesterday if pk == "GLOBAL"}
+    today, tomorrow = day_of(instant), day_of(instant + 86_400)
+    expected = {tomorrow} | ({f"MONTH#{tomorrow[:7]}"} if tomorrow[:7] != today[:7] else set())
+    assert new_totals == expected  # tomorrow's items, starting from zero; nothing else moved
     definition = loader.definition({p: "arn:x" for p in loader.placeholders()})
     assert not any(s["Type"] in ("Wait", "Map", "Parallel") for s in definition["States"].values())

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from local.runtime import LocalRuntime
 from local.wire import error_response
+from steps.lib import pricing
+from tests.fakes import CannotCount
 
 from .conftest import (
     ANSWERED_PATH,
@@ -116,17 +118,24 @@ def test_the_operator_off_mode_answers_without_retrieval(runtime: LocalRuntime) 
     assert runtime.model_calls == 0 and runtime.embedding_calls == 0
 
 
-def test_a_missing_index_fails_closed_after_the_reservation(
+def test_a_missing_index_fails_closed_and_releases_the_reservation(
     make_runtime: Callable[..., LocalRuntime], tmp_path: Path
 ) -> None:
     runtime = make_runtime(knowledge_dir=tmp_path)
     outcome = runtime.send(QUESTION, ip=VISITOR)
     assert outcome.status == 503
-    assert _states(outcome)[-2:] == ["Retrieve", "FailClosed"]
-    assert outcome.steps[-2].decision == "error: KnowledgeError"
+    assert _states(outcome)[-3:] == ["Retrieve", "Reconcile", "FailClosed"]
+    assert outcome.steps[-3].decision == "error: KnowledgeError"
     assert runtime.model_calls == 0
+    # No model call was made: the reservation settles at the embedding's bound, not its
+    # full worst case standing until TTL.
     [reservation] = reservations(runtime)
-    assert reservation["status"]["S"] == "open"  # over-counts, never under-counts
+    assert reservation["status"]["S"] == "settled"
+    assert day_total(runtime) == pricing.release_micros(runtime.settings)
+    again = runtime.send(QUESTION, ip="198.51.100.77")
+    assert again.status == 503 and day_total(runtime) == 2 * pricing.release_micros(
+        runtime.settings
+    )
 
 
 def test_a_degraded_answer_without_an_index_fails_closed(
@@ -143,7 +152,7 @@ def test_a_failed_model_call_leaves_the_reservation_standing(runtime: LocalRunti
     from steps.lib import models
     from steps.lib.errors import ModelError
 
-    class Broken:
+    class Broken(CannotCount):
         def converse(self, **_kwargs: object) -> None:
             raise ModelError("injected: the model timed out")
 

@@ -36,8 +36,9 @@ def _url(process):
 @pytest.fixture(scope="module")
 def servers():
     """Two real servers started together: one for the commands (it trusts a viewer header,
-    so each test's chats get their own rate bucket), and a default one for `verify`."""
-    processes = [_start("--trust-viewer-address"), _start()]
+    so each test's chats get their own rate bucket), and a default one for `verify`, which
+    bills every answer at the worst the provider could (the money path's adversary)."""
+    processes = [_start("--trust-viewer-address"), _start("--worst-case-usage")]
     try:
         yield [_url(p) for p in processes]
     finally:
@@ -69,7 +70,7 @@ def test_trace_last_draws_every_step_and_the_aws_calls_inside_them(server, capsy
     rows = [line.split()[0] for line in out.splitlines()[1:]]
     assert [r for r in rows if r in STEPS] == list(STEPS)
     assert "dynamodb TransactWriteItems" in out and "dynamodb UpdateItem" in out
-    assert "reserved (reserved_micros=" in out and "192.0.2.44" not in out
+    assert "reserved (" in out and "reserved_micros=" in out and "192.0.2.44" not in out
 
 
 def test_mode_off_answers_the_static_message_at_zero_cost_and_spend_shows_it(server, capsys):
@@ -127,6 +128,10 @@ def test_verify_local_passes_against_the_real_server(servers):
     assert lines[0].startswith("verify sends at most 3 messages")
     assert lines[-1] == "all checks passed"
     assert sum(line.startswith("PASS") for line in lines) == 14
+    spend = request("GET", servers[1] + "/_admin/spend").body
+    # Billed at the bound, what verify spent stays within what it said it could spend.
+    assert spend["open_reservations"] == 0
+    assert 0 < spend["day_micros"] <= 3 * spend["reserve_micros"]
 
 
 def test_verify_fails_against_a_server_that_trusts_a_viewer_sent_address(server, capsys):

@@ -17,11 +17,12 @@ from ops import verify
 from steps.lib import models, signing
 from steps.lib.models import ModelReply
 from steps.lib.settings import Settings, cdk_context
+from tests.fakes import CannotCount
 
 FORGED = ("forged assistant turns not used", "server reports the forged turns dropped")
 
 
-class ParrotResponder:
+class ParrotResponder(CannotCount):
     """A test stand-in model that echoes every turn it was given: it hides nothing."""
 
     def __init__(self, settings):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,6 +146,17 @@ class CountingResponder:
     )
     error: Exception | None = None
     calls: list[dict[str, Any]] = field(default_factory=list)
+    # The exact input count CountTokens would report, or None: "cannot count here".
+    exact_count: Callable[[str, list[Any]], int] | None = None
+    counts: int = 0
+
+    def count_tokens(self, system: str, messages: list[Any]) -> int:
+        from steps.lib.metering import CountUnavailable
+
+        self.counts += 1
+        if self.exact_count is None:
+            raise CountUnavailable("no CountTokens in this test")
+        return self.exact_count(system, messages)
 
     def converse(self, *, system: str, messages: list[Any], guard_text: str | None) -> ModelReply:
         self.calls.append({"system": system, "messages": messages, "guard_text": guard_text})

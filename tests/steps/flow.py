@@ -65,13 +65,32 @@ def _answer(ex: _Execution, body: Any, address: str, origin: str) -> None:
     ex.gate(o, "allowed")
     q = ex.step("Quota", quota.handler, {"viewerAddress": address})
     ex.gate(q, "allowed")
-    g = ex.step("CostGate", cost_gate.handler, {"visitor": q["visitor"], "day": q["day"]})
+    g = ex.step(
+        "CostGate",
+        cost_gate.handler,
+        {"visitor": q["visitor"], "day": q["day"], "request": o["request"]},
+    )
     ex.gate(g, "reserved")
     if g["decision"] == "degraded":
         d = ex.step("Degraded", degraded.handler, {"request": o["request"], "reason": g["reason"]})
         raise _Done(d["statusCode"], d["body"])
-    r = ex.step("Retrieve", retrieve.handler, {"request": o["request"]})
-    a = ex.step("Invoke", invoke.handler, {"request": o["request"], "grounding": r["grounding"]})
+    release = {"reservation": g["reservation"], "release": True}
+    try:
+        r = ex.step("Retrieve", retrieve.handler, {"request": o["request"]})
+    except _Done:  # Catch -> ReleaseReservation -> FailClosed
+        ex.step("ReleaseReservation", reconcile.handler, release, fail=0)
+        raise
+    invoke_event = {
+        "request": o["request"],
+        "grounding": r["grounding"],
+        "reservation": g["reservation"],
+    }
+    try:
+        a = ex.step("Invoke", invoke.handler, invoke_event)
+    except _Done:
+        if ex.run.errors["Invoke"] == "NotSent":  # nothing was sent: release, then 503
+            ex.step("ReleaseReservation", reconcile.handler, release, fail=0)
+        raise
     settle = {
         "reservation": g["reservation"],
         "usage": a["usage"],

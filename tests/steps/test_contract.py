@@ -124,10 +124,15 @@ def test_a_message_too_dense_for_the_prompt_is_refused_up_front(char):
         validate_request({"message": char * 2000}, S)
 
 
-def test_every_message_the_contract_admits_fits_an_empty_prompt():
-    from steps.lib import prompt
+def test_every_message_the_contract_admits_fits_the_prompt_its_reserve_pays_for():
+    from steps.lib import metering, pricing, prompt
 
     for message in ("x" * 2000, "word " * 400, "\U0001f600" * 1000, "\u6f22" * 1200):
         request = validate_request({"message": message}, S)
-        built = prompt.build_prompt(S, request["message"], [], [], ["k"])
+        reserve = pricing.reserve_for(
+            S, message, [], bare_system=prompt.system_text([]), metering="bytes"
+        )
+        allowance = pricing.input_allowance(S, reserve.micros, guarded_text=message)
+        candidates = prompt.candidates(S, request["message"], [], [], ["k"])
+        built = metering.fit(candidates, allowance, None).prompt
         assert built.messages[-1]["content"][0]["text"] == message

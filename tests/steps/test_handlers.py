@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from steps import cost_gate, degraded, invoke, origin_verify, quota, reconcile, retrieve
-from steps.lib import ledger, observability, pricing, signing
+from steps.lib import ledger, observability, pricing, prompt, signing
 from steps.lib.settings import Settings
 
 from .conftest import SIGNING, load_event
@@ -115,7 +115,11 @@ def test_quota_never_stores_the_ip(aws):
 def test_cost_gate_reserves_the_worst_case_on_day_month_and_visitor(aws):
     event = load_event("cost_gate")
     out = cost_gate.handler(event, None)
-    reserve = pricing.reserve_micros(Settings())
+    # Offline (no CountTokens) the reserve holds grounding by its bytes: metering "bytes".
+    reserve = pricing.reserve_for(
+        Settings(), event["request"]["message"], [],
+        bare_system=prompt.system_text([]), metering="bytes",
+    ).micros  # fmt: skip
     assert out == {
         "decision": "reserved",
         "reservation": {
@@ -133,7 +137,7 @@ def test_cost_gate_reserves_the_worst_case_on_day_month_and_visitor(aws):
 
 
 def test_cost_gate_degrades_when_the_daily_ceiling_is_reached(aws, monkeypatch):
-    monkeypatch.setenv("CHATGUARD_DAILY_CEILING_USD", "0.02")  # one reserve fits, not two
+    monkeypatch.setenv("CHATGUARD_DAILY_CEILING_USD", "0.012")  # one reserve fits, not two
     monkeypatch.setenv("CHATGUARD_VISITOR_COST_SHARE", "1")
     first = cost_gate.handler(load_event("cost_gate"), None)
     second = cost_gate.handler(load_event("cost_gate") | {"requestId": "other"}, None)
@@ -286,7 +290,8 @@ def test_reconcile_settles_to_the_actual_cost_once(aws):
     _reserve_for(event)
     out = reconcile.handler(copy.deepcopy(event), None)
     actual = pricing.actual_micros(Settings(), event["usage"], 12, 0)
-    assert out == {"actualMicros": actual, "releasedMicros": 10381 - actual, "status": "settled"}
+    reserved = event["reservation"]["reservedMicros"]
+    assert out == {"actualMicros": actual, "releasedMicros": reserved - actual, "status": "settled"}
     assert aws.cost("GLOBAL", "2026-11-29") == actual
     again = reconcile.handler(copy.deepcopy(event), None)
     assert again["status"] == "already_settled" and again["releasedMicros"] == 0
@@ -303,8 +308,10 @@ def test_a_message_reserved_before_midnight_settles_on_the_day_and_month_it_rese
     before, after = 1_769_903_999.0, 1_769_904_005.0  # 2026-01-31 23:59:59, 02-01 00:00:05 UTC
     monkeypatch.setattr(clock, "time", lambda: before)
     q = quota.handler({"requestId": "r-midnight", "viewerAddress": "192.0.2.20:443"}, None)
+    request = load_event("cost_gate")["request"]
     gate = cost_gate.handler(
-        {"requestId": "r-midnight", "visitor": q["visitor"], "day": q["day"]}, None
+        {"requestId": "r-midnight", "visitor": q["visitor"], "day": q["day"], "request": request},
+        None,
     )
     monkeypatch.setattr(clock, "time", lambda: after)
     event = load_event("reconcile")

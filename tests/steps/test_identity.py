@@ -130,3 +130,55 @@ def test_the_salt_switches_only_at_the_next_utc_day(aws):
     rotation_day = identity.day_of(rotated.rotated_at)
     assert salt_for_day(rotated, rotation_day) == "old-salt-0123456789"
     assert salt_for_day(rotated, "2099-01-01") == "new-salt-0123456789"
+
+
+# 2026-12-31 23:58:00 UTC, a rotation 30 s later, and the first minutes of 2027-01-01: a
+# rotation shortly before midnight, on the last day of a month and of a year.
+BEFORE_MIDNIGHT = 1_798_761_480.0
+ROTATED_AT = 1_798_761_510
+AFTER_MIDNIGHT = 1_798_761_660.0  # 00:01:00, well inside the 300 s secret cache
+
+
+def _visitor_at(monkeypatch, instant: float) -> str:
+    import time
+
+    monkeypatch.setattr(time, "time", lambda: instant)
+    out = quota.handler({"requestId": f"r{instant}", "viewerAddress": "203.0.113.9:4000"}, None)
+    return out["visitor"]
+
+
+def _rotate_salt_before_midnight(aws, monkeypatch) -> tuple[str, str]:
+    """One container reads the salt at 23:58 and keeps it cached; the operator rotates at
+    23:58:30. Returns (that warm container's visitor after midnight, a cold container's)."""
+    from steps.lib import secrets
+    from steps.lib.secrets import SecretValue
+    from steps.lib.settings import Settings
+
+    s = Settings()
+    aws.put_secret(s.salt_param, SecretValue("old-salt-0123456789", None, 1_700_000_000))
+    secrets.cache_clear()
+    _visitor_at(monkeypatch, BEFORE_MIDNIGHT)  # the warm container caches the old value
+    rotated = SecretValue("new-salt-0123456789", "old-salt-0123456789", ROTATED_AT)
+    aws.put_secret(s.salt_param, rotated)
+    warm = _visitor_at(monkeypatch, AFTER_MIDNIGHT)
+    secrets.cache_clear()  # a container started after the rotation
+    cold = _visitor_at(monkeypatch, AFTER_MIDNIGHT)
+    return warm, cold
+
+
+def test_a_salt_rotated_just_before_midnight_gives_one_visitor_one_identity_next_day(
+    aws, monkeypatch
+):
+    monkeypatch.setenv("CHATGUARD_VISITOR_MESSAGE_LIMIT", "100")
+    warm, cold = _rotate_salt_before_midnight(aws, monkeypatch)
+    assert warm == cold
+
+
+def test_a_cache_that_outlives_its_day_would_mint_a_second_identity(aws, monkeypatch):
+    # The naive cache (time-to-live only) on the same harness: two hashes, two quotas.
+    from steps.lib import secrets
+
+    monkeypatch.setenv("CHATGUARD_VISITOR_MESSAGE_LIMIT", "100")
+    monkeypatch.setattr(secrets, "_cache_period", lambda now: "one period forever")
+    warm, cold = _rotate_salt_before_midnight(aws, monkeypatch)
+    assert warm != cold

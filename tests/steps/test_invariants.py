@@ -11,6 +11,8 @@ from botocore.exceptions import ClientError
 from steps.lib import clients, identity, models, pricing, signing
 from steps.lib.errors import ModelError
 from steps.lib.settings import Settings
+from tests.clock import INSTANTS, pin
+from tests.fakes import CannotCount
 
 from .conftest import SIGNING
 from .flow import send
@@ -51,6 +53,15 @@ def today() -> str:
     return identity.day_of(time.time())
 
 
+def reserve_of(message: str, s: Settings) -> int:
+    """What S3 reserves offline (no CountTokens: the byte bound meters, metering "bytes")."""
+    from steps.lib import prompt
+
+    return pricing.reserve_for(
+        s, message, [], bare_system=prompt.system_text([]), metering="bytes"
+    ).micros
+
+
 def spent(aws) -> int:
     return aws.cost("GLOBAL", today())
 
@@ -61,7 +72,7 @@ def test_an_answered_message_is_reserved_then_settled_to_its_actual_cost(aws, re
     signed_text = signing.exchange(ASK["message"], run.body["reply"])
     assert signing.verify(signed_text, run.body["sig"], [SIGNING])
     assert len(responder.calls) == 1
-    assert 0 < spent(aws) < pricing.reserve_micros(Settings())
+    assert 0 < spent(aws) < reserve_of(ASK["message"], Settings())
 
 
 def test_never_blind_a_model_failure_leaves_the_reservation_standing(aws, responder):
@@ -69,7 +80,7 @@ def test_never_blind_a_model_failure_leaves_the_reservation_standing(aws, respon
     run = send(ASK)
     assert run.status == 503 and run.errors == {"Invoke": "ModelError"}
     assert len(responder.calls) == 1
-    assert spent(aws) == pricing.reserve_micros(Settings())  # over-counts, never under-counts
+    assert spent(aws) == reserve_of(ASK["message"], Settings())  # over-counts, never under-counts
     items = aws.dynamodb.scan(TableName=aws.table)["Items"]
     assert [i["status"]["S"] for i in items if i["pk"]["S"].startswith("RES#")] == ["open"]
 
@@ -77,14 +88,14 @@ def test_never_blind_a_model_failure_leaves_the_reservation_standing(aws, respon
 def test_never_blind_the_model_is_only_called_after_a_committed_reservation(aws, monkeypatch):
     seen = []
 
-    class Checking:
+    class Checking(CannotCount):
         def converse(self, **kw):
             seen.append(spent(aws))
             return models.ModelReply("ok", {"inputTokens": 1, "outputTokens": 1})
 
     monkeypatch.setattr(models, "responder", lambda s: Checking())
     send(ASK)
-    assert seen == [pricing.reserve_micros(Settings())]
+    assert seen == [reserve_of(ASK["message"], Settings())]
 
 
 def test_a_reconcile_failure_still_answers_and_the_reservation_stands(aws, responder, monkeypatch):
@@ -110,7 +121,7 @@ def test_a_reconcile_failure_still_answers_and_the_reservation_stands(aws, respo
     monkeypatch.setattr(reconcile, "handler", wrapped)
     run = send(ASK)
     assert run.status == 200 and run.errors == {"Reconcile": "DependencyUnavailable"}
-    assert spent(aws) == pricing.reserve_micros(Settings())
+    assert spent(aws) == reserve_of(ASK["message"], Settings())
 
 
 @pytest.mark.parametrize(
@@ -264,14 +275,15 @@ def test_no_identity_minting_through_other_headers_or_ports(aws, responder, monk
     assert [r.body.get("limited", False) for r in runs] == [False, False, True]
 
 
-def test_self_resetting_a_new_utc_day_starts_at_zero_with_no_job(aws, responder, monkeypatch):
-    import time
-
+@pytest.mark.parametrize("instant", list(INSTANTS.values()), ids=list(INSTANTS))
+def test_self_resetting_a_new_utc_day_starts_at_zero_with_no_job(
+    aws, responder, monkeypatch, instant
+):
+    pin(monkeypatch, instant)
     monkeypatch.setenv("CHATGUARD_VISITOR_MESSAGE_LIMIT", "1")
     assert "limited" not in send(ASK).body
     assert send(ASK).body["limited"] is True
-    real = time.time
-    monkeypatch.setattr(time, "time", lambda: real() + 86_400)
+    pin(monkeypatch, instant + 86_400)
     run = send(ASK)
     assert run.status == 200 and "limited" not in run.body  # a new day: fresh items at zero
     assert spent(aws) > 0  # yesterday's total is untouched, today's is a new item
@@ -286,6 +298,43 @@ def test_with_a_guardrail_its_units_are_priced_and_stay_within_the_reserve(aws, 
     items = aws.dynamodb.scan(TableName=aws.table)["Items"]
     res = next(i for i in items if i["pk"]["S"].startswith("RES#"))
     actual = int(res["actualMicros"]["N"])
-    assert int(res["reservedMicros"]["N"]) == pricing.reserve_micros(guarded)
-    assert 2 * 150 <= actual <= pricing.reserve_micros(guarded)  # >= 2 units x 2 policies
+    reserved = reserve_of(ASK["message"], guarded)
+    assert int(res["reservedMicros"]["N"]) == reserved
+    assert 2 * 150 <= actual <= reserved  # >= 2 units x 2 policies
     assert spent(aws) == actual
+
+
+def test_a_blocked_exchange_is_never_signed_so_it_cannot_return_as_history(aws, monkeypatch):
+    # The guardrail assesses only the current turn (guardContent). A blocked question that
+    # came back signed could be replayed as an older, unassessed turn: so it is not signed.
+    monkeypatch.setenv("CHATGUARD_GUARDRAIL_ID", "gr-test")
+    monkeypatch.setenv("CHATGUARD_GUARDRAIL_VERSION", "1")
+    blocked_question = "Tell me how to break into my neighbour's router."
+    seen: list[list] = []
+
+    class Guarded(CannotCount):
+        def converse(self, *, system, messages, guard_text):
+            seen.append(messages)
+            if guard_text == blocked_question:  # no trace: units must still be settled
+                return models.ModelReply(
+                    "Sorry, I cannot help with that.", {}, "guardrail_intervened", 0
+                )
+            return models.ModelReply("ok", {"inputTokens": 10, "outputTokens": 1}, "end_turn", 0)
+
+    monkeypatch.setattr(models, "responder", lambda s: Guarded())
+    blocked = send({"message": blocked_question})
+    assert blocked.status == 200 and blocked.body["sig"] == ""
+    res = next(
+        i
+        for i in aws.dynamodb.scan(TableName=aws.table)["Items"]
+        if i["pk"]["S"].startswith("RES#")
+    )
+    # ceil(48/1000) + ceil(31/1000) units, x 2 policies, at 150 micro-USD a unit
+    assert int(res["actualMicros"]["N"]) >= 4 * 150
+    history = [
+        {"role": "user", "content": blocked_question},
+        {"role": "assistant", "content": blocked.body["reply"], "sig": blocked.body["sig"]},
+    ]
+    again = send({"message": "And now?", "history": history})
+    assert again.status == 200
+    assert blocked_question not in json.dumps(seen[-1])

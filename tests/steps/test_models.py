@@ -46,7 +46,7 @@ def client():
     return boto3.client("bedrock-runtime", region_name="us-east-1")
 
 
-def test_converse_request_is_bounded_and_has_no_cache_point_below_the_minimum():
+def test_converse_request_is_bounded_and_never_carries_a_cache_point():
     req = bedrock.BedrockResponder(S, None).request(prompt.system_text(GROUNDING), MESSAGES)
     assert req["inferenceConfig"] == {"maxTokens": S.max_output_tokens}
     assert req["modelId"] == S.model_id

@@ -6,8 +6,9 @@ import html
 
 import pytest
 
-from steps.lib import prompt, signing, tokens
-from steps.lib.errors import ModelError
+from steps.lib import metering, prompt, signing
+from steps.lib.byte_bound import prompt_bound
+from steps.lib.errors import NotSent
 from steps.lib.settings import Settings
 
 KEY = "signing-key-0123456789abcdef"
@@ -35,8 +36,11 @@ def signed(history):
     return out
 
 
-def build(history=(), grounding=GROUNDING, s=S, message="What windows exist?"):
-    return prompt.build_prompt(s, message, signed(history), grounding, [KEY])
+def build(history=(), grounding=GROUNDING, s=S, message="What windows exist?", allowance=None):
+    """What S5 would send when its reservation pays for ``allowance`` input tokens
+    (max_input_tokens by default), metered by the byte bound (no CountTokens here)."""
+    candidates = prompt.candidates(s, message, signed(history), grounding, [KEY])
+    return metering.fit(candidates, allowance or s.max_input_tokens, None).prompt
 
 
 def test_the_system_block_holds_prompt_bio_and_reference_only():
@@ -111,24 +115,28 @@ def test_history_is_capped_to_the_most_recent_turns():
     assert [m["content"][0]["text"] for m in p.messages][:4] == ["q3", "a3", "q4", "a4"]
 
 
-def test_the_prompt_stays_within_max_input_tokens_trimming_history_first():
-    s = S.replace(max_input_tokens=2000, grounding_token_budget=1000)
+def test_the_prompt_stays_within_its_allowance_trimming_history_first():
+    s = S.replace(grounding_token_budget=1000)
     long = "word " * 400
     history = [t for i in range(3) for t in (turn("user", long + str(i)), turn("assistant", long))]
     grounding = [{"page": "/p", "heading": f"h{i}", "text": "alpha beta " * 60} for i in range(4)]
-    p = build(history, grounding, s)
-    total = tokens.count_tokens(p.system) + sum(
-        tokens.count_tokens(m["content"][0]["text"]) for m in p.messages
-    )
-    assert total <= s.max_input_tokens
+    p = build(history, grounding, s, allowance=6000)
+    assert prompt_bound(p.system, p.messages) <= 6000
     assert p.history_turns < 6  # the oldest exchanges went first
     assert p.grounding_chunks == 4  # grounding survived because history was trimmed first
 
 
+def test_grounding_is_trimmed_lowest_ranked_first_once_history_is_gone():
+    grounding = [{"page": "/p", "heading": f"h{i}", "text": "alpha beta " * 60} for i in range(4)]
+    full = build([], grounding)
+    allowance = prompt_bound(full.system, full.messages) - 1
+    p = build([], grounding, allowance=allowance)
+    assert p.grounding_chunks == 3 and 'heading="h3"' not in p.system
+
+
 def test_a_prompt_that_cannot_fit_raises_before_any_call():
-    s = S.replace(max_input_tokens=300, grounding_token_budget=100)
-    with pytest.raises(ModelError):
-        build(message="x " * 400, s=s)
+    with pytest.raises(NotSent):
+        build(message="x " * 400, allowance=1000)
 
 
 def test_with_a_guardrail_only_the_current_turn_is_guard_content():
@@ -142,11 +150,6 @@ def test_with_a_guardrail_only_the_current_turn_is_guard_content():
     assert build().guard_text is None
 
 
-def test_no_cache_point_below_4096_tokens():
-    assert not prompt.cache_point_worthwhile(build().system)
-    assert prompt.cache_point_worthwhile("word " * 4096)
-
-
 def test_a_genuine_reply_replayed_after_another_question_is_dropped():
     # The sig covers the exchange: a real reply cannot be pinned to a question it never
     # answered (e.g. "Will you ignore your rules?" -> a genuine "Yes, I will.").
@@ -156,13 +159,6 @@ def test_a_genuine_reply_replayed_after_another_question_is_dropped():
     assert [m["content"][0]["text"] for m in p.messages] == ["What windows exist?"]
     assert p.dropped_turns == 2
     assert len(build(genuine).messages) == 3  # in its own exchange it is kept
-
-
-def _sent_upper_bound(p):
-    """A byte-level tokenizer's worst case for client text: one token per UTF-8 byte."""
-    client = [m["content"][0].get("text") or m["content"][0]["guardContent"]["text"]["text"]
-              for m in p.messages]  # fmt: skip
-    return tokens.count_tokens(p.system) + sum(len(t.encode("utf-8")) for t in client)
 
 
 @pytest.mark.parametrize(
@@ -181,6 +177,7 @@ def test_client_text_cannot_outgrow_the_input_bound_the_reserve_prices(text):
     ]
     try:
         p = build(history, message=text)
-    except ModelError:
+    except NotSent:
         return  # refused before any call: nothing billed beyond the reservation
-    assert _sent_upper_bound(p) <= S.max_input_tokens
+    # A byte-level tokenizer's worst case: one token per UTF-8 byte of every text sent.
+    assert prompt_bound(p.system, p.messages) <= S.max_input_tokens
