@@ -104,8 +104,9 @@ def run_demo_command(args: argparse.Namespace) -> int:
 
 def run_serve(args: argparse.Namespace) -> int:
     from .render import quiet_logs
+    from .routes import EdgeOptions
     from .runtime import LocalRuntime
-    from .server import ChatServer, EdgeOptions
+    from .server import ChatServer
 
     try:
         settings = local_settings(

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import pytest
 
+from local.routes import EdgeOptions
 from local.runtime import LocalRuntime
-from local.server import EdgeOptions, serve_in_thread
+from local.server import serve_in_thread
 from ops import verify
 from steps.lib import models, signing
 from steps.lib.models import ModelReply
