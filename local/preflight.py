@@ -36,7 +36,12 @@ def knowledge_problem(settings: Settings, site: Path | None = None) -> str | Non
 
     directory = Path(settings.knowledge_dir)
     try:
-        load_knowledge(directory, embedder=embedder_id(settings))
+        kb = load_knowledge(directory, embedder=embedder_id(settings))
+        if kb.dimensions != settings.embedding_dimensions:
+            raise KnowledgeError(
+                f"built with {kb.dimensions} dimensions, this runtime embeds queries with "
+                f"{settings.embedding_dimensions}: rebuild the index"
+            )
     except KnowledgeError as exc:
         reason = str(exc).split(": run `chatguard index", 1)[0]
         return (

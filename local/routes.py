@@ -26,6 +26,7 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Protocol
 
 from .edge import RATE_LIMITED, EdgeRefusal, RateRule, address_key, parse_body, socket_address
@@ -97,9 +98,15 @@ class Dispatcher:
     """The whole contract: `dispatcher(request)` is the answer, headers included."""
 
     def __init__(
-        self, runtime: Any, options: EdgeOptions, cross_origin: CrossOrigin | None = None
+        self,
+        runtime: Any,
+        options: EdgeOptions,
+        cross_origin: CrossOrigin | None = None,
+        *,
+        site_dir: Path | None = None,
     ) -> None:
         self.runtime = runtime
+        self.site_dir = site_dir  # None: examples/site, or CHATGUARD_SITE_DIR
         self.options = options
         self.rate_rule = RateRule(options.rate_limit, options.rate_window_seconds)
         self.cross_origin: CrossOrigin = cross_origin or SameOriginOnly()
@@ -171,7 +178,7 @@ class Dispatcher:
     def _site(self, path: str) -> Response:
         from . import site
 
-        answer = site.handle_get(path)
+        answer = site.handle_get(path, self.site_dir)
         if answer is None:
             return json_response(404, {"error": "not found"})
         status, content_type, payload = answer

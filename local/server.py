@@ -28,6 +28,7 @@ import socket
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -73,9 +74,10 @@ class ChatServer:
         options: EdgeOptions,
         *,
         cross_origin: CrossOrigin | None = None,
+        site_dir: Path | None = None,
         workers: int = WORKERS,
     ) -> None:
-        self.dispatcher = Dispatcher(runtime, options, cross_origin)
+        self.dispatcher = Dispatcher(runtime, options, cross_origin, site_dir=site_dir)
         self.socket = listen(address)
         self.server_address: tuple[str, int] = self.socket.getsockname()[:2]
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="chatguard-exec")

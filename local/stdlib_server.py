@@ -36,6 +36,10 @@ class StdlibChatServer(ThreadingHTTPServer):
         self.dispatcher = Dispatcher(runtime, options)
         super().__init__(address, _Handler)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Silent: a client that left (reset, broken pipe) is counted by the load harness,
+        and socketserver would print a traceback with the client address."""
+
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
