@@ -9,7 +9,9 @@ standard library's server to compare).
   origin header is injected and no rate rule applies; the caller's own X-Origin-Verify (if
   any) is what S1 sees, so a direct call gets 403.
 - ``GET`` anything else: the demo site and widget (``local.site.handle_get``).
-- ``/_admin/...``: the operator's local API (``local.admin.handle``), loopback peers only.
+- ``/_admin/...``: the operator's local API (``local.admin.handle``), loopback peers only;
+  ``POST /_admin/rate-rule/release`` drops the caller's own count from the rate rule, so
+  `chatguard verify --local`'s burst does not lock the operator out of the widget.
 
 Every answer passes through `Dispatcher.__call__`, the one place where a cross-origin
 policy hooks in (`CrossOrigin`): it may answer a preflight before any route runs and add
@@ -42,6 +44,7 @@ SECURITY_HEADERS = (
 LOOPBACK = frozenset({"127.0.0.1", "::1"})
 CHAT_PATHS = ("/chat", "/_origin/chat")
 ADMIN_BODY_MAX_BYTES = 16 * 1024
+RELEASE_PATH = "/_admin/rate-rule/release"
 JSON = "application/json"
 
 
@@ -189,6 +192,9 @@ class Dispatcher:
             raise EdgeRefusal(403, "the admin API answers loopback callers only")
         if len(request.body) > ADMIN_BODY_MAX_BYTES:
             raise EdgeRefusal(400, "admin request body is too large")
+        if request.path.rstrip("/") == RELEASE_PATH and request.method == "POST":
+            released = self.rate_rule.forget(address_key(socket_address(*request.peer)))
+            return json_response(200, {"released": released})
         from . import admin
 
         body = _admin_body(request.body)

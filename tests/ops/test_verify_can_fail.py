@@ -76,7 +76,7 @@ def test_without_a_rate_rule_only_the_burst_check_fails(weak_server):
     results = _results(verify.run(_target(weak_server)))
     failed = sorted(name for name, c in results.items() if not c.passed)
     assert failed == ["burst past the edge rate rule"]
-    assert results["burst past the edge rate rule"].detail == "30 requests, none blocked"
+    assert results["burst past the edge rate rule"].detail.startswith("30 requests, none blocked")
     assert all(results[name].passed for name in FORGED)  # the parrot saw no forged turn
 
 
