@@ -202,3 +202,14 @@ def test_spend_without_a_region_suggests_region_or_local(
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
     assert "--region" in err and "--local" in err
+
+
+def test_index_names_empty_pages_and_the_whole_out_path(
+    tmp_path: Path, own_site: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (own_site / "notes" / "todo.md").write_text("---\ntitle: To do\n---\n")
+    out = tmp_path / "deep" / "knowledge"
+    assert main(["index", str(own_site), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "indexed 2 pages (1 empty, skipped: notes/todo.md)" in printed
+    assert printed.rstrip().endswith(f"-> {out}")
