@@ -78,6 +78,24 @@ def _add_runtime_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_model_options(parser: argparse.ArgumentParser) -> None:
+    model = parser.add_argument_group("real answers")
+    model.add_argument(
+        "--model",
+        choices=("offline", "bedrock"),
+        default="offline",
+        help="offline = the extractive stand-in, no AWS (default); bedrock = real Converse "
+        "and Titan calls with your AWS credentials (each message is billed to your account)",
+    )
+    model.add_argument("--profile", help="AWS profile for --model bedrock")
+    model.add_argument("--region", help="AWS Region for --model bedrock")
+    model.add_argument(
+        "--guardrail",
+        metavar="ID[:VERSION]",
+        help="a Bedrock guardrail for --model bedrock, as deployed (default: none)",
+    )
+
+
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     """Add chat, demo and serve to `chatguard`."""
     chat = sub.add_parser("chat", help="send one message through the whole state machine")
@@ -87,6 +105,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     chat.add_argument("--json", action="store_true", help="print {status, body, steps}")
     chat.add_argument("--verbose", action="store_true", help="show the steps' log lines")
     _add_runtime_options(chat)
+    _add_model_options(chat)
     chat.set_defaults(func=run_chat)
 
     demo = sub.add_parser("demo", help="a scripted session where each layer refuses in turn")
@@ -108,6 +127,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     serve.add_argument("--quiet", action="store_true", help="no step log lines")
     _add_runtime_options(serve)
+    _add_model_options(serve)
     money = serve.add_argument_group("limits (default: cdk.json)")
     money.add_argument("--daily-ceiling-usd", metavar="USD", help="hard cap on a day's spend")
     money.add_argument("--monthly-ceiling-usd", metavar="USD", help="hard cap on a month's")
@@ -146,8 +166,21 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     serve.set_defaults(func=run_serve)
 
 
+def _model_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    model = getattr(args, "model", "offline")
+    if model == "offline":
+        given = [f"--{n}" for n in ("profile", "region", "guardrail") if getattr(args, n, None)]
+        if given:
+            raise CommandError(f"{', '.join(given)} need --model bedrock")
+        return {}
+    guardrail, _, version = (args.guardrail or "").partition(":")
+    return {"model_backend": "bedrock", "guardrail_id": guardrail or None,
+            "guardrail_version": version or None}  # fmt: skip
+
+
 def settings_for(args: argparse.Namespace, **overrides: Any) -> Settings:
     """The command's settings, checked: the index must answer, the site must exist."""
+    overrides = {**_model_overrides(args), **overrides}
     try:
         settings = local_settings(knowledge_dir=getattr(args, "knowledge", None), **overrides)
     except (SettingsError, ValueError, ArithmeticError) as exc:
@@ -175,11 +208,32 @@ def _one_line(command: Any) -> Any:
     return run
 
 
+def open_runtime(args: argparse.Namespace, settings: Settings) -> Any:
+    """The local runtime; with --model bedrock, on the user's checked Bedrock access."""
+    from .runtime import LocalRuntime
+
+    if settings.model_backend != "bedrock":
+        return LocalRuntime(settings)
+    from .bedrock_access import BedrockSetupError, check_models, open_access
+
+    try:
+        access = open_access(args.profile, args.region, settings)
+        check_models(access, settings)
+    except BedrockSetupError as exc:
+        raise CommandError(str(exc)) from None
+    return LocalRuntime(settings, bedrock_client=access.runtime)
+
+
+def backend_name(runtime: Any) -> str:
+    region = runtime.bedrock_region
+    return f"with Bedrock in {region}" if region else "offline"
+
+
 @_one_line
 def run_chat(args: argparse.Namespace) -> int:
     from .edge import EdgeRefusal, parse_body
     from .render import outcome_text, quiet_logs
-    from .runtime import LocalRuntime, Outcome
+    from .runtime import Outcome
 
     settings = settings_for(args)
     request: dict[str, Any] = {"message": args.message}
@@ -187,7 +241,7 @@ def run_chat(args: argparse.Namespace) -> int:
         request["page"] = args.page
     with (
         quiet_logs(show_libraries=args.verbose, show_steps=args.verbose),
-        LocalRuntime(settings) as runtime,
+        open_runtime(args, settings) as runtime,
     ):
         try:
             body = parse_body(json.dumps(request).encode(), runtime.settings)
@@ -219,7 +273,6 @@ def run_serve(args: argparse.Namespace) -> int:
     from .limits import summary
     from .render import quiet_logs
     from .routes import EdgeOptions
-    from .runtime import LocalRuntime
     from .server import ChatServer
 
     settings = settings_for(
@@ -237,7 +290,7 @@ def run_serve(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr)
     with (
         quiet_logs(show_libraries=False, show_steps=not args.quiet),
-        LocalRuntime(settings) as runtime,
+        open_runtime(args, settings) as runtime,
     ):
         try:
             server = ChatServer((args.host, args.port), runtime, options, site_dir=args.site)
@@ -245,7 +298,8 @@ def run_serve(args: argparse.Namespace) -> int:
             raise CommandError(
                 f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
             ) from None
-        print(f"chatguard serving offline on {server.url} (Ctrl-C to stop)", flush=True)
+        where = backend_name(runtime)
+        print(f"chatguard serving {where} on {server.url} (Ctrl-C to stop)", flush=True)
         try:
             server.serve_forever()
         except KeyboardInterrupt:
