@@ -27,7 +27,8 @@ def _commands(doc: Path) -> list[tuple[int, str]]:
     found = []
     for block in FENCE.finditer(text):
         first_line = text[: block.start(1)].count("\n") + 1
-        for offset, line in enumerate(block.group(1).splitlines()):
+        joined = block.group(1).replace("\\\n", " ")  # shell line continuations
+        for offset, line in enumerate(joined.splitlines()):
             match = COMMAND.match(line.strip())
             if match:
                 found.append((first_line + offset, match.group(1)))
