@@ -9,12 +9,14 @@ HOST ?= 127.0.0.1
 PORT ?= 8787
 PYTEST_ARGS ?=
 
-.PHONY: help venv index run test test-calendar lint typecheck browser synth deploy bench bench-retrieval bench-pipeline bench-reserve clean
+.PHONY: help venv index run test test-calendar lint typecheck browser synth deploy clean
+.PHONY: bench bench-retrieval bench-pipeline bench-reserve bench-server
 
 help:
 	@echo "make run    - set up, build the sample index, serve chat offline on $(HOST):$(PORT)"
 	@echo "make test   - set up (venv, index, Chromium) and run every test"
-	@echo "make index | synth | deploy | lint | bench-retrieval | bench-pipeline | bench-reserve | clean"
+	@echo "make index | synth | deploy | lint | test-calendar | clean"
+	@echo "make bench | bench-retrieval | bench-pipeline | bench-reserve | bench-server"
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -79,7 +81,7 @@ synth: $(STAMP) $(KNOWLEDGE) $(CDK)
 deploy: synth
 	$(CDK_ENV) $(CDK) deploy --all --app cdk.out --no-notices $(CDK_ARGS)
 
-bench: bench-retrieval bench-pipeline bench-reserve
+bench: bench-retrieval bench-pipeline bench-reserve bench-server
 
 bench-retrieval: $(STAMP) $(KNOWLEDGE)
 	$(BIN)/python -m tests.bench.retrieval
@@ -89,6 +91,9 @@ bench-pipeline: $(STAMP) $(KNOWLEDGE)
 
 bench-reserve: $(STAMP) $(KNOWLEDGE)
 	$(BIN)/python -m tests.bench.reserve
+
+bench-server: $(STAMP) $(KNOWLEDGE)
+	$(BIN)/python -m tests.bench.server
 
 clean:
 	rm -rf build cdk.out test-output .pytest_cache

@@ -47,6 +47,7 @@ class BuildReport:
     embedder: str
     dimensions: int
     out: Path
+    empty: tuple[str, ...] = ()  # page files with no text to index (skipped)
 
 
 def collect(site: Path, policy: IndexPolicy) -> tuple[list[Page], list[str]]:
@@ -96,12 +97,15 @@ def build(site: Path, out: Path, policy: IndexPolicy, embedder: Embedder) -> Bui
     if matrix.shape != (len(chunks), embedder.dimensions):
         raise BuildError(f"embedder returned {matrix.shape}, expected {len(chunks)} rows")
     write_artifact(out, chunks, matrix, embedder.id)
+    indexed = {source for source, _ in source_chunks}
+    pages, _ = collect(site, policy)
     return BuildReport(
-        pages=len({source for source, _ in source_chunks}),
+        pages=len(indexed),
         excluded=tuple(excluded),
         chunks=len(chunks),
         tokens=sum(chunk.tokens for chunk in chunks),
         embedder=embedder.id,
         dimensions=embedder.dimensions,
         out=out,
+        empty=tuple(page.source for page in pages if page.source not in indexed),
     )

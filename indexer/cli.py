@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from steps.lib.settings import DEFAULT_KNOWLEDGE_DIR, PROJECT_ROOT
+from steps.lib.settings import DEFAULT_KNOWLEDGE_DIR
 
 from .build import BuildError, BuildReport, Embedder, build
 from .policy import IndexPolicy
@@ -109,21 +109,24 @@ def run(args: argparse.Namespace) -> int:
 
 
 def summary(report: BuildReport) -> str:
-    excluded = f" ({len(report.excluded)} excluded: {', '.join(report.excluded)})" * bool(
-        report.excluded
-    )
+    skipped = [
+        f"{len(names)} {what}: {', '.join(names)}"
+        for what, names in (("excluded", report.excluded), ("empty, skipped", report.empty))
+        if names
+    ]
+    note = f" ({'; '.join(skipped)})" if skipped else ""
     return (
-        f"indexed {report.pages} pages{excluded} -> {report.chunks} chunks, "
-        f"{report.tokens:,} tokens, {report.embedder} x {report.dimensions} -> "
-        f"{_shown(report.out)}"
+        f"indexed {report.pages} pages{note} -> {report.chunks} chunks, "
+        f"{report.tokens:,} tokens, {report.embedder} x {report.dimensions} -> {shown(report.out)}"
     )
 
 
-def _shown(path: Path) -> str:
+def shown(path: Path) -> str:
+    """The path as the user would type it: relative when under the working directory."""
     try:
-        return str(path.resolve().relative_to(PROJECT_ROOT))
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
-        return path.name
+        return str(path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -62,6 +62,11 @@ class RateRule:
             stamps.append(now)
             return True
 
+    def forget(self, address: str) -> bool:
+        """Drop an address's count (the operator releasing itself after `verify`'s burst)."""
+        with self._lock:
+            return self._seen.pop(address, None) is not None
+
     def _forget_idle(self, now: float) -> None:
         idle = [a for a, s in self._seen.items() if not s or s[-1] <= now - self.window]
         for address in idle:

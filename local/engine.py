@@ -74,8 +74,17 @@ _TIMED_OUT = Finished("TIMED_OUT", None, "local engine timeout", ())
 
 
 class Engine:
-    def __init__(self, *, region: str, dispatch: Dispatch, timeout_seconds: float = 60) -> None:
+    def __init__(
+        self,
+        *,
+        region: str,
+        dispatch: Dispatch,
+        timeout_seconds: float = 60,
+        passthrough: tuple[str, ...] = (),
+    ) -> None:
         self.region = region
+        # moto services whose calls go to real AWS (`--model bedrock`: bedrock-runtime)
+        self._passthrough = passthrough
         self._dispatch = dispatch
         self._timeout = timeout_seconds
         self._mock: Any = None
@@ -86,8 +95,14 @@ class Engine:
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
         from moto import mock_aws
+        from moto.core.config import default_user_config
 
-        self._mock = mock_aws(config=MOTO_CONFIG)
+        config: dict[str, Any] = dict(MOTO_CONFIG)
+        if self._passthrough:
+            core = dict(default_user_config.get("core", {}))
+            core["passthrough"] = {"urls": [], "services": list(self._passthrough)}
+            config["core"] = core
+        self._mock = mock_aws(config=config)  # type: ignore[arg-type]
         self._mock.start()
         self._undo.append(dynamo_tx.install())
         self._patch_lambda_backend()

@@ -48,11 +48,22 @@ def viewer_address(ip: str, port: int = VIEWER_PORT) -> str:
 
 
 class LocalRuntime:
-    def __init__(self, settings: Settings | None = None, *, region: str = REGION) -> None:
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        region: str = REGION,
+        bedrock_client: Any = None,
+    ) -> None:
+        """`bedrock_client`: a real bedrock-runtime client (local/bedrock_access.py) for
+        settings with ``model_backend="bedrock"``; everything else stays on moto."""
         self.settings = settings or Settings(model_backend="offline")
         self.region = region
-        self.wire = Wire()
-        self._engine = Engine(region=region, dispatch=self._dispatch)
+        real = frozenset({"bedrock-runtime"}) if bedrock_client is not None else frozenset()
+        self.wire = Wire(real)
+        self._bedrock_client = bedrock_client
+        passthrough = ("bedrockruntime",) if bedrock_client is not None else ()
+        self._engine = Engine(region=region, dispatch=self._dispatch, passthrough=passthrough)
         self._secrets = {name: secrets.token_urlsafe(32) for name in self._secret_names()}
         self._saved_env: dict[str, str | None] = {}
         self._handlers: dict[str, Callable[..., Any]] = {}
@@ -74,6 +85,7 @@ class LocalRuntime:
             self.ssm = self._engine.client("ssm")
             create_ledger_table(self.dynamodb, self.settings.table_name)
             self._seed_secrets()
+            self._use_bedrock_client()
             self._count_model_calls()
             self._warm()
         except BaseException:
@@ -141,6 +153,12 @@ class LocalRuntime:
         ms = (time.perf_counter() - started) * 1000
         trace = recorder().finish(request_id, status, ms, terminal(finished, status))
         return Outcome(status, reply, trace.steps, request_id, ms)
+
+    @property
+    def bedrock_region(self) -> str | None:
+        """The Region of the real Bedrock client (`--model bedrock`), else None."""
+        client = self._bedrock_client
+        return None if client is None else str(client.meta.region_name)
 
     # -- observation for tests, the demo and the benchmark -----------------------------
     @property
@@ -225,6 +243,17 @@ class LocalRuntime:
             original = getattr(models, seam)
             setattr(models, seam, _counting(original, counter, self._bump))
             self._undo.append(lambda seam=seam, original=original: setattr(models, seam, original))
+
+    def _use_bedrock_client(self) -> None:
+        """The steps build their Bedrock adapters from `clients.bedrock_runtime()`: answer it
+        with the user's real client instead of one on moto's fake credentials."""
+        if self._bedrock_client is None:
+            return
+        from steps.lib import clients
+
+        original = clients.bedrock_runtime
+        clients.bedrock_runtime = lambda: self._bedrock_client  # type: ignore[assignment]
+        self._undo.append(lambda: setattr(clients, "bedrock_runtime", original))
 
     def _bump(self, counter: str) -> None:
         with self._calls_lock:

@@ -1,279 +1,240 @@
-"""`chatguard serve`: the HTTP contract (steps/lib/openapi.json) on loopback.
+"""`chatguard serve`: the HTTP contract (local/routes.py) on uvicorn, on loopback.
 
-- ``POST /chat``: the edge, then the state machine. Plays CloudFront + WAF + API Gateway:
-  a per-IP rate rule (403, as WAF answers), the body-size limit and request validation
-  (400 before any execution), then injects the secret origin header.
-- ``POST /_origin/chat``: the API Gateway URL called directly, skipping CloudFront: no
-  origin header is injected and no rate rule applies; the caller's own X-Origin-Verify (if
-  any) is what S1 sees, so a direct call gets 403.
-- ``GET`` anything else: the demo site and widget (``local.site.handle_get``).
-- ``/_admin/...``: the operator's local API (``local.admin.handle``), loopback peers only.
+Why uvicorn: the standard library's server listens with a backlog of 5 and starts a thread
+per connection; with 64 visitors sending at once it resets more than half of them.
+docs/benchmarks.md ("Local server") has both measured on the same harness. Here:
 
-The viewer is the socket peer (``ip:port``) unless ``trust_viewer_address`` is on (local
-use only): then a ``CloudFront-Viewer-Address`` request header names it, so tests can act
-as many visitors. Malformed input never gets a 5xx: anything unexpected answers the
-fail-closed 503 of the contract. No address is ever logged.
+- one event loop owns every socket, so an idle or slow connection costs a few kilobytes,
+  never a thread; the executions run on a fixed pool of `WORKERS` threads;
+- keep-alive between requests (idle connections close after `KEEP_ALIVE_SECONDS`);
+- a slow client is cut off: the request head must arrive within `HEAD_SECONDS` of the
+  connection (or of the previous answer) and the body within `BODY_SECONDS`;
+- memory stays bounded under a flood: a body is kept only up to the route's limit (the
+  rest is read and dropped, up to `DRAIN_LIMIT`, then the connection is closed), h11
+  bounds the request head, and past `MAX_CONNECTIONS` connections or `MAX_PENDING`
+  queued requests the answer is the contract's fail-closed 503.
+
+No address is ever logged: uvicorn's access log (which prints the peer) is off, and the
+access log here names the method, path and status only.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
 import socket
 import threading
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
-from .edge import RATE_LIMITED, EdgeRefusal, RateRule, address_key, parse_body, socket_address
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
 from .results import FAIL_CLOSED
+from .routes import (
+    CrossOrigin,
+    Dispatcher,
+    EdgeOptions,
+    Request,
+    Response,
+    json_response,
+)
 from .runtime import LocalRuntime
 
+__all__ = ["ChatServer", "EdgeOptions", "serve_in_thread"]
+
 log = logging.getLogger("chatguard.local.server")
+WORKERS = 32  # threads running executions: the pipeline is CPU-bound here, more only contend
+MAX_PENDING = 1024  # requests queued for a worker; past this, a 503 at once
+MAX_CONNECTIONS = 2048  # open connections; uvicorn answers 503 past this
+BACKLOG = 2048  # connections the kernel queues before we accept them
+KEEP_ALIVE_SECONDS = 5
+HEAD_SECONDS = 10.0
+BODY_SECONDS = 10.0
 DRAIN_LIMIT = 8 * 1024 * 1024  # read (and drop) an oversize body up to this, then hang up
-SECURITY_HEADERS = {
-    "Cache-Control": "no-store",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "strict-origin-when-cross-origin",
-    "X-Frame-Options": "SAMEORIGIN",
-}
-LOOPBACK = frozenset({"127.0.0.1", "::1"})
+SHUTDOWN_GRACE_SECONDS = 3
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-@dataclass(frozen=True, slots=True)
-class EdgeOptions:
-    rate_limit: int = 20
-    rate_window_seconds: float = 120
-    trust_viewer_address: bool = False
+class ChatServer:
+    """The local server: bound at construction (so a taken port fails here), served by
+    `serve_forever`, stopped by `shutdown` from another thread."""
 
-
-class ChatServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], runtime: LocalRuntime, options: EdgeOptions):
-        if ":" in address[0]:
-            self.address_family = socket.AF_INET6
-        self.runtime = runtime
-        self.options = options
-        self.rate_rule = RateRule(options.rate_limit, options.rate_window_seconds)
-        super().__init__(address, ChatHandler)
+    def __init__(
+        self,
+        address: tuple[str, int],
+        runtime: LocalRuntime,
+        options: EdgeOptions,
+        *,
+        cross_origin: CrossOrigin | None = None,
+        site_dir: Path | None = None,
+        workers: int = WORKERS,
+    ) -> None:
+        self.dispatcher = Dispatcher(runtime, options, cross_origin, site_dir=site_dir)
+        self.socket = listen(address)
+        self.server_address: tuple[str, int] = self.socket.getsockname()[:2]
+        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="chatguard-exec")
+        app = ContractApp(self.dispatcher, self._executor)
+        config = uvicorn.Config(
+            app, http=DeadlineH11, lifespan="off", access_log=False, log_config=None,
+            timeout_keep_alive=KEEP_ALIVE_SECONDS, limit_concurrency=MAX_CONNECTIONS,
+            backlog=BACKLOG, timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+            server_header=False, date_header=False,
+        )  # fmt: skip
+        self._server = uvicorn.Server(config)
+        self._stopped = threading.Event()
 
     @property
     def url(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host}:{port}"
+        host, port = self.server_address
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
-
-class ChatHandler(BaseHTTPRequestHandler):
-    server: ChatServer
-    protocol_version = "HTTP/1.1"
-    server_version = "chatguard-local"
-    sys_version = ""
-    timeout = 30  # seconds a connection may sit idle or trickle a request (slow clients)
-
-    # -- routing -----------------------------------------------------------------------
-    def do_POST(self) -> None:
-        self._guarded(self._post)
-
-    def do_GET(self) -> None:
-        self._guarded(self._get)
-
-    def do_PUT(self) -> None:
-        self._guarded(self._other)
-
-    do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = do_PUT
-    do_HEAD = do_GET  # the same answer without its body (see _send)
-
-    def _guarded(self, route: Any) -> None:
+    def serve_forever(self) -> None:
         try:
-            route()
-        except EdgeRefusal as refusal:
-            self._json(refusal.status, {"error": refusal.message})
-        except Exception as exc:  # fail closed: a bug here answers 503, never a 500
-            log.error(json.dumps({"server_error": type(exc).__name__}))
-            self._json(503, FAIL_CLOSED)
+            self._server.run(sockets=[self.socket])
+        finally:
+            self._stopped.set()
 
-    def _post(self) -> None:
-        path = self.path.split("?", 1)[0]
-        if path == "/chat":
-            self._chat_at_edge()
-        elif path == "/_origin/chat":
-            self._chat_at_origin()
-        elif path.startswith("/_admin/"):
-            self._admin("POST", path)
-        else:
-            self._drain()
-            self._json(404, {"error": "not found"})
+    def shutdown(self, timeout: float = 30) -> None:
+        self._server.should_exit = True
+        self._stopped.wait(timeout)
 
-    def _get(self) -> None:
-        path = self.path.split("?", 1)[0]
-        if path in ("/chat", "/_origin/chat"):
-            self._json(405, {"error": "use POST with a JSON body"}, allow="POST")
-        elif path.startswith("/_admin/"):
-            self._admin("GET", path)
-        else:
-            self._site(path)
-
-    def _other(self) -> None:
-        self._drain()
-        self._json(405, {"error": "method not allowed"}, allow=_allowed(self.path))
-
-    # -- the chat API ------------------------------------------------------------------
-    def _chat_at_edge(self) -> None:
-        viewer = self._viewer_address()
-        if not self.server.rate_rule.allow(address_key(viewer)):
-            self._drain()
-            raise EdgeRefusal(403, RATE_LIMITED)
-        body = parse_body(self._read_body(), self.server.runtime.settings)
-        outcome = self.server.runtime.send(
-            body, ip="", origin_ok=True, headers={"CloudFront-Viewer-Address": viewer}
-        )
-        self._json(outcome.status, outcome.body)
-
-    def _chat_at_origin(self) -> None:
-        body = parse_body(self._read_body(), self.server.runtime.settings)
-        headers = {"X-Origin-Verify": self.headers.get("X-Origin-Verify", "")}
-        viewer = self.headers.get("CloudFront-Viewer-Address")
-        if viewer:
-            headers["CloudFront-Viewer-Address"] = viewer
-        outcome = self.server.runtime.send(body, ip="", origin_ok=False, headers=headers)
-        self._json(outcome.status, outcome.body)
-
-    def _viewer_address(self) -> str:
-        if self.server.options.trust_viewer_address:
-            given = self.headers.get("CloudFront-Viewer-Address")
-            if given:
-                return given
-        host, port = self.client_address[:2]
-        return socket_address(host, port)
-
-    # -- delegation --------------------------------------------------------------------
-    def _site(self, path: str) -> None:
-        try:
-            from local import site
-        except ImportError:
-            self._json(404, {"error": "not found"})
-            return
-        answer = site.handle_get(path)
-        if answer is None:
-            self._json(404, {"error": "not found"})
-            return
-        status, content_type, payload = answer
-        self._send(status, content_type, payload)
-
-    def _admin(self, method: str, path: str) -> None:
-        raw = self._read_body() if method == "POST" else b""
-        if self.client_address[0] not in LOOPBACK:
-            raise EdgeRefusal(403, "the admin API answers loopback callers only")
-        try:
-            from local import admin
-        except ImportError:
-            self._json(404, {"error": "not found"})
-            return
-        body = _admin_body(raw)
-        status, payload = admin.handle(method, path, body, self.server.runtime)
-        self._json(status, payload)
-
-    # -- bodies and replies ------------------------------------------------------------
-    def _read_body(self) -> bytes:
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            self.close_connection = True
-            raise EdgeRefusal(400, "send the body with a Content-Length, not chunked")
-        length = self._content_length()
-        limit = self.server.runtime.settings.body_max_bytes
-        if length > limit:
-            self._drain(length)
-            raise EdgeRefusal(400, f"request body is too large (at most {limit} bytes)")
-        return self.rfile.read(length) if length else b""
-
-    def _content_length(self) -> int:
-        if "Content-Length" not in self.headers:
-            self.close_connection = True  # whatever follows is not a request we can frame
-        text = self.headers.get("Content-Length", "0").strip() or "0"
-        if not text.isdigit() or len(text) > 12:
-            self.close_connection = True
-            raise EdgeRefusal(400, "Content-Length is not a number")
-        return int(text)
-
-    def _drain(self, length: int | None = None) -> None:
-        """Read and drop a body we refuse, so the client gets our answer, not a reset."""
-        if length is None:
-            try:
-                length = self._content_length()
-            except EdgeRefusal:
-                return
-        if length > DRAIN_LIMIT:
-            self.close_connection = True
-            return
-        while length > 0:
-            chunk = self.rfile.read(min(length, 65536))
-            if not chunk:
-                break
-            length -= len(chunk)
-
-    def _json(self, status: int, payload: dict[str, Any], **extra: str) -> None:
-        data = json.dumps(payload).encode("utf-8")
-        headers = {k.capitalize(): v for k, v in extra.items()}
-        self._send(status, "application/json", data, headers)
-
-    def _send(
-        self, status: int, content_type: str, data: bytes, extra: dict[str, str] | None = None
-    ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in {**SECURITY_HEADERS, **(extra or {})}.items():
-            self.send_header(name, value)
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
-
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """http.server's own refusals (unknown method, bad request line, huge headers) as
-        JSON, and never a 5xx: an unknown method is a 405, a broken request a 400."""
-        status = 405 if code == 501 else (400 if code >= 500 else code)
-        self.close_connection = True
-        extra = {"allow": _allowed(getattr(self, "path", "") or "")} if status == 405 else {}
-        with contextlib.suppress(OSError):  # the client went away
-            self._json(status, {"error": (message or "bad request")[:200]}, **extra)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Access log without the client address (BaseHTTPRequestHandler prints it)."""
-        log.info(
-            json.dumps(
-                {
-                    "method": self.command,
-                    "path": self.path.split("?", 1)[0][:100],
-                    "status": args[1] if len(args) > 1 else None,
-                }
-            )
-        )
-
-    def log_error(self, format: str, *args: Any) -> None:
-        log.warning(json.dumps({"http_error": (format % args)[:200]}))
+    def server_close(self) -> None:
+        self.socket.close()
+        self._executor.shutdown(wait=False, cancel_futures=True)
 
 
-def _allowed(path: str) -> str:
-    """The methods a path answers (the Allow header of a 405, as RFC 9110 requires)."""
-    path = path.split("?", 1)[0]
-    if path in ("/chat", "/_origin/chat"):
-        return "POST"
-    return "GET, POST" if path.startswith("/_admin/") else "GET"
-
-
-def _admin_body(raw: bytes) -> dict[str, Any] | None:
-    if not raw.strip():
-        return None
+def listen(address: tuple[str, int]) -> socket.socket:
+    """A listening socket with a real backlog; port 0 = a free port."""
+    host, port = address
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
     try:
-        body = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise EdgeRefusal(400, "admin request body is not valid JSON") from None
-    if not isinstance(body, dict):
-        raise EdgeRefusal(400, "admin request body must be a JSON object")
-    return body
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(BACKLOG)
+    except BaseException:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+class ContractApp:
+    """ASGI: read a bounded body, hand the request to a worker, write the answer."""
+
+    def __init__(self, dispatcher: Dispatcher, executor: ThreadPoolExecutor) -> None:
+        self.dispatcher = dispatcher
+        self.executor = executor
+        self.pending = 0  # touched on the event loop only
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        method, path = scope["method"], scope["path"]
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        limit = self.dispatcher.body_limit(method, path)
+        try:
+            async with asyncio.timeout(BODY_SECONDS):
+                body, complete = await read_body(receive, limit)
+        except TimeoutError:
+            await reply(send, method, json_response(408, {"error": "request body too slow"}), True)
+            return
+        if self.pending >= MAX_PENDING:
+            await reply(send, method, json_response(503, FAIL_CLOSED), True)
+            return
+        client = scope.get("client") or ("", 0)
+        request = Request(method, path, headers, body, (str(client[0]), int(client[1])))
+        self.pending += 1
+        try:
+            loop = asyncio.get_running_loop()
+            response = await loop.run_in_executor(self.executor, self.dispatcher, request)
+        finally:
+            self.pending -= 1
+        access_log(method, path, response.status)
+        await reply(send, method, response, close=not complete)
+
+
+async def read_body(receive: Receive, limit: int) -> tuple[bytes, bool]:
+    """The first `limit + 1` bytes of the body (one more than a route accepts, so it can
+    say "too large"), and whether the whole body was read (the rest is dropped)."""
+    kept, seen = bytearray(), 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return bytes(kept), False  # the client went away
+        chunk = message.get("body", b"")
+        seen += len(chunk)
+        if len(kept) <= limit:
+            kept += chunk[: limit + 1 - len(kept)]
+        if not message.get("more_body", False):
+            return bytes(kept), True
+        if seen > DRAIN_LIMIT:
+            return bytes(kept), False
+
+
+async def reply(send: Send, method: str, response: Response, close: bool = False) -> None:
+    headers = [
+        (b"content-type", response.content_type.encode("latin-1")),
+        (b"content-length", str(len(response.body)).encode()),
+        *((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in response.headers),
+    ]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": response.status, "headers": headers})
+    body = b"" if method == "HEAD" else response.body
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def access_log(method: str, path: str, status: int) -> None:
+    if log.isEnabledFor(logging.INFO):
+        log.info(json.dumps({"method": method, "path": path[:100], "status": status}))
+
+
+class DeadlineH11(H11Protocol):
+    """uvicorn's h11 protocol with a deadline for the request head: uvicorn times out an
+    idle keep-alive connection, but not one that trickles its headers a byte at a time."""
+
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm()
+
+    def handle_events(self) -> None:
+        super().handle_events()
+        if self.cycle is not None and not self.cycle.response_complete:
+            self._disarm()  # a request head arrived: the body has its own deadline
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        self._disarm()
+        if not self.transport.is_closing():
+            self._head_timer = self.loop.call_later(HEAD_SECONDS, self._cut_off)
+
+    def _disarm(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _cut_off(self) -> None:
+        self._head_timer = None
+        with contextlib.suppress(Exception):
+            self.transport.close()
 
 
 def serve_in_thread(

@@ -65,15 +65,16 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def handle_get(path: str) -> Response | None:
-    """(status, content type, body) for a GET of `path`; None when nothing lives there."""
+def handle_get(path: str, directory: Path | None = None) -> Response | None:
+    """(status, content type, body) for a GET of `path` on the site in `directory` (default
+    `site_dir()`); None when nothing lives there."""
     path = path.split("?", 1)[0].split("#", 1)[0]
     if path in _ASSETS:
         name, kind = _ASSETS[path]
         return 200, kind, (WIDGET_DIR / name).read_bytes()
     if path == "/_site/site.css":
         return 200, "text/css; charset=utf-8", SITE_CSS.encode()
-    pages = load_site(site_dir())
+    pages = load_site(directory or site_dir())
     page = pages.get(path) or (_contents(pages) if path == "/" else None)
     if page is None:
         return None

@@ -1,6 +1,6 @@
 """The ledger table's shape, for the offline runtime and the tests (CDK declares its own).
 
-One table, `pk` + `sk` strings, on-demand, TTL on `expiresAt`: see shared/DESIGN.md.
+One table, `pk` + `sk` strings, on-demand, TTL on `expiresAt`: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -88,7 +88,10 @@ def classify(request: Any) -> tuple[str, str]:
 
 
 class Wire:
-    def __init__(self) -> None:
+    def __init__(self, real_services: frozenset[str] = frozenset()) -> None:
+        # Services allowed to reach real AWS (`--model bedrock`: "bedrock-runtime"); every
+        # other call moto does not emulate fails as an unreachable endpoint.
+        self.real_services = real_services
         self._atomic = threading.RLock()
         self._faults: list[Fault] = []
         self._counts: Counter[tuple[str, str]] = Counter()
@@ -153,6 +156,8 @@ class Wire:
                     answer = original(request)
             except NotImplementedError:
                 answer = None  # moto knows the service but not this operation (CountTokens)
+            if answer is None and service in self.real_services:
+                return None  # botocore sends it to AWS (the user's own Bedrock access)
             if answer is None:
                 # moto does not emulate it (Bedrock Runtime): fail like an unreachable
                 # endpoint rather than let a local run reach the real network.

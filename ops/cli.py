@@ -35,12 +35,14 @@ EXIT_ERROR = 2  # the command could not run
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     """Add the operator subcommands to `chatguard`."""
-    common = argparse.ArgumentParser(add_help=False)
-    where = common.add_argument_group("where")
+    aws_only = argparse.ArgumentParser(add_help=False)
+    where = aws_only.add_argument_group("where")
     where.add_argument("--profile", help="AWS profile (default: the usual credential chain)")
     where.add_argument("--region", help="AWS region of the chat stack")
     where.add_argument("--stack", default=DEFAULT_STACK, help="stack whose outputs to read")
-    where.add_argument("--local", metavar="URL", help="a local `chatguard serve` instead of AWS")
+    # Commands that also run offline; billing-services and traces read AWS only.
+    common = argparse.ArgumentParser(add_help=False, parents=[aws_only])
+    common.add_argument("--local", metavar="URL", help="a local `chatguard serve` instead of AWS")
 
     p = sub.add_parser(
         "spend", parents=[common], help="totals beside ceilings, reservations, top visitors"
@@ -63,12 +65,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(func=_guard(cmd_rotate))
 
     p = sub.add_parser(
-        "billing-services", parents=[common], help="where model spend lands on the bill"
+        "billing-services", parents=[aws_only], help="where model spend lands on the bill"
     )
     p.add_argument("--budget-name", help="the filtered budget (default: <stack>-model-monthly)")
     p.set_defaults(func=_guard(cmd_billing))
 
-    p = sub.add_parser("traces", parents=[common], help="X-Ray traces filtered on step/decision")
+    p = sub.add_parser("traces", parents=[aws_only], help="X-Ray traces filtered on step/decision")
     p.add_argument("--since", default="1h", help="look back this long (e.g. 30m, 1h; max 24h)")
     p.add_argument("--decision", help="only traces with this decision (e.g. degraded, limited)")
     p.add_argument("--step", help="only traces through this step (e.g. CostGate)")
@@ -145,7 +147,6 @@ def cmd_rotate(args: argparse.Namespace) -> int:
 
 
 def cmd_billing(args: argparse.Namespace) -> int:
-    _aws_only(args, "billing-services")
     aws = Aws(args.profile, args.region, args.stack)
     start, end, totals = billing.costs_by_service(aws.client("ce", region="us-east-1"))
     covered, source = _budget_filter(aws, args.budget_name)
@@ -155,7 +156,6 @@ def cmd_billing(args: argparse.Namespace) -> int:
 
 
 def cmd_traces(args: argparse.Namespace) -> int:
-    _aws_only(args, "traces")
     aws = Aws(args.profile, args.region, args.stack)
     xray = aws.client("xray")
     expression = traces.filter_expression(decision=args.decision, step=args.step)
@@ -250,19 +250,21 @@ def _admin(base: str, method: str, path: str, body: dict[str, Any] | None = None
     return reply.body
 
 
-def _aws_only(args: argparse.Namespace, command: str) -> None:
-    if args.local:
-        raise OpsError(f"`{command}` reads AWS (Cost Explorer / X-Ray); offline use `trace last`")
-
-
 def _guard(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     """Turn the errors an operator can fix into one clear line and exit code 2."""
 
     def run(args: argparse.Namespace) -> int:
-        from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.exceptions import BotoCoreError, ClientError, NoRegionError
 
         try:
             return command(args)
+        except NoRegionError:
+            offline = " (or --local URL for a local server)" if "local" in args else ""
+            print(
+                f"chatguard {args.command}: no AWS Region: pass --region REGION or set "
+                f"AWS_REGION{offline}",
+                file=sys.stderr,
+            )
         except (OpsError, rotate.RotationRefused, mode.ModeError, ValueError, LookupError) as exc:
             print(f"chatguard {args.command}: {exc}", file=sys.stderr)
         except (ClientError, BotoCoreError) as exc:

@@ -1,7 +1,7 @@
 """`chatguard spend`: totals beside ceilings, open versus settled reservations, and the
 visitors who cost the most (salted same-day hashes only: the table never holds an IP).
 
-`collect` reads the DynamoDB items of shared/DESIGN.md with the ledger's own key helpers
+`collect` reads the DynamoDB items of docs/internals.md with the ledger's own key helpers
 and returns a JSON-ready report; the local admin route returns the same report, so one
 renderer serves both. Items past their ``expiresAt`` are ignored (TTL deletes lazily).
 """

@@ -47,7 +47,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             "decision": "off",
             "response": {
                 "statusCode": 200,
-                "body": {"reply": OFF, "degraded": True, "sources": []},
+                "body": {"reply": OFF, "degraded": True, "off": True, "sources": []},
             },
         }
     observability.decision("degraded", reason=outcome.reason, visitor=event["visitor"])

@@ -30,6 +30,7 @@
   // One friendly line per outcome; `notice` kinds are the widget's own words, never HTML.
   var NOTICES = {
     degraded: "Reduced service: here is the closest section of this site",
+    off: "The chat is switched off for now",
     limited: "Daily message limit reached",
     http400: "That message could not be sent as written. Please shorten or rephrase it.",
     http403: "The chat is not accepting messages from your connection right now. " +
@@ -111,6 +112,11 @@
     if (status === 200 && body && body.limited === true) {
       return { role: "assistant", kind: "limited", notice: NOTICES.limited,
         content: reply || "You have used today's messages for this chat. Ask again tomorrow." };
+    }
+    // Switched off by the operator: no section follows, so not "reduced service".
+    if (status === 200 && body && body.off === true) {
+      return { role: "assistant", kind: "off", notice: NOTICES.off,
+        content: withoutLead(reply, NOTICES.off) };
     }
     if (status === 200 && body && body.degraded === true) {
       return { role: "assistant", kind: "degraded", notice: NOTICES.degraded,
@@ -405,7 +411,7 @@
       this._setBusy(false);
       this._push(entry);
       if (entry.kind !== "answer" && entry.kind !== "degraded" && entry.kind !== "limited" &&
-          !this._input.value) {
+          entry.kind !== "off" && !this._input.value) {
         this._input.value = message; // let the visitor retry without retyping
         this._updateCount();
       }

@@ -1,4 +1,4 @@
-"""The one DynamoDB table of shared/DESIGN.md: quota counters, spend totals, reservations."""
+"""The one DynamoDB table of docs/internals.md: quota counters, spend totals, reservations."""
 
 from __future__ import annotations
 

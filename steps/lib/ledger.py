@@ -1,6 +1,6 @@
 """The spend ledger: one DynamoDB table, integer micro-USD, no scheduled job.
 
-Keys (shared/DESIGN.md): ``VISITOR#<hash>``/``<day>`` (msgCount, costMicros),
+Keys (docs/internals.md): ``VISITOR#<hash>``/``<day>`` (msgCount, costMicros),
 ``GLOBAL``/``<day>`` and ``GLOBAL``/``MONTH#<yyyy-mm>`` (costMicros), ``RES#<request id>``/
 ``RES`` (one reservation), ``CONFIG``/``MODE`` (the operator switch). A new day or month is
 a new item starting at zero; ``expiresAt`` lets TTL sweep old items, and reads ignore items

@@ -1,6 +1,6 @@
 """The ledger's items: keys, expiry, and the transaction items it writes (no I/O here).
 
-Keys follow shared/DESIGN.md. Money is integer micro-USD. Expiry is counted from the
+Keys: docs/internals.md. Money is integer micro-USD. Expiry is counted from the
 period an item belongs to, so a total never expires while its day or month can still be
 charged or settled.
 """

@@ -1,7 +1,7 @@
 """The server's signature over each assistant reply (HMAC-SHA256, base64url).
 
 The widget sends a reply back with its ``sig`` as history; a turn whose sig does not verify
-was not written by this server and never reaches the model (DESIGN invariant 5). What is
+was not written by this server and never reaches the model (invariant 5 in the README). What is
 signed is the whole exchange (``exchange(question, reply)``), not the reply alone: a genuine
 reply replayed after a question it never answered must not verify either.
 """

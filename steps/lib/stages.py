@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Stage:
-    key: str  # S1..S7, as in shared/DESIGN.md
+    key: str  # S1..S7, as in the README's funnel table
     state: str  # the Task state's name in statemachine/chat.asl.json
     module: str  # the handler module; its `handler(event, context)` is the Lambda entry
     needs_numpy: bool  # only retrieval steps ship numpy and the knowledge artifact

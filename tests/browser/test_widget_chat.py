@@ -7,6 +7,8 @@ import re
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
+from ops.http import request
+
 from .conftest import screenshot
 from .widget import Widget
 
@@ -142,3 +144,25 @@ def test_a_keyboard_only_visitor_can_chat_and_close(page: Page, chat_server: str
     page.keyboard.press("Enter")
     expect(widget.panel).to_be_visible()
     expect(widget.replies).to_have_count(1)
+
+
+def test_the_off_switch_says_the_chat_is_off_not_reduced_service(
+    page: Page, chat_server: str
+) -> None:
+    """The operator's `off` through the real pipeline: its own state, not "Reduced service"
+    over a reply that says the chat is off."""
+    admin = chat_server + "/_admin/mode"
+    assert request("POST", admin, payload={"mode": "off"}).status == 200
+    try:
+        page.goto(chat_server + "/")
+        widget = Widget(page).open()
+        reply = widget.ask("What does a Content Security Policy block?")
+        expect(reply).to_have_class("msg assistant off")
+        expect(reply.locator(".notice")).to_have_text("The chat is switched off for now")
+        expect(reply).not_to_contain_text("Reduced service")
+        expect(reply.locator(".text")).to_contain_text("on this site's pages")
+        expect(reply.locator(".sources")).to_have_count(0)
+        expect(widget.input).to_have_value("")  # a definite answer: nothing to retry
+        screenshot(page, "off")
+    finally:
+        assert request("POST", admin, payload={"mode": "normal"}).status == 200

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from local.routes import EdgeOptions
 from local.runtime import LocalRuntime, Outcome
-from local.server import ChatServer, EdgeOptions, serve_in_thread
+from local.server import ChatServer, serve_in_thread
 from steps.lib.settings import DEFAULT_KNOWLEDGE_DIR, PROJECT_ROOT, Settings
 
 QUESTION = {"message": "How does the WAF rate-based rule protect the chat?"}

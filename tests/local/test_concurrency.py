@@ -66,7 +66,7 @@ def _check_then_add(
     ceilings: ledger.Ceilings,
     now: float,
 ) -> Any:
-    """The naive gate DESIGN warns about: read the day's total, then add to it."""
+    """The naive gate the hard cap rules out: read the day's total, then add to it."""
     item = ledger.get_item(client, table, ledger.day_key(day), now=now)
     total = int(item["costMicros"]["N"]) if item and "costMicros" in item else 0
     time.sleep(ROUND_TRIP_SECONDS)

@@ -12,8 +12,9 @@ import pytest
 import schemathesis
 from schemathesis import GenerationMode, checks
 
+from local.routes import EdgeOptions
 from local.runtime import LocalRuntime
-from local.server import ChatServer, EdgeOptions, serve_in_thread
+from local.server import ChatServer, serve_in_thread
 from steps.lib.settings import Settings
 
 OPENAPI = Path(__file__).resolve().parents[2] / "steps" / "lib" / "openapi.json"

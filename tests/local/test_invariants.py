@@ -1,4 +1,4 @@
-"""DESIGN's invariants end to end (1, the hard cap under concurrency, is test_concurrency;
+"""The README's invariants end to end (1, the hard cap under concurrency, is test_concurrency;
 3, fail closed, is test_faults and test_paths): never blind, cheapest first, no client
 text near the system block, no identity minting, self-resetting."""
 

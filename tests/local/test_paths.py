@@ -105,7 +105,7 @@ def test_the_operator_degraded_mode_answers_from_the_site(runtime: LocalRuntime)
     _set_mode(runtime, "degraded")
     outcome = runtime.send(QUESTION, ip=VISITOR)
     assert outcome.status == 200 and outcome.body["degraded"] is True
-    assert outcome.body["sources"]
+    assert outcome.body["sources"] and "off" not in outcome.body
     assert runtime.model_calls == 0 and reservations(runtime) == []
 
 
@@ -114,6 +114,7 @@ def test_the_operator_off_mode_answers_without_retrieval(runtime: LocalRuntime) 
     outcome = runtime.send(QUESTION, ip=VISITOR)
     assert outcome.status == 200
     assert outcome.body["degraded"] is True and outcome.body["sources"] == []
+    assert outcome.body["off"] is True  # the widget's own "switched off" state
     assert _states(outcome) == ["OriginVerify", "Quota", "CostGate", "GateRefused"]
     assert runtime.model_calls == 0 and runtime.embedding_calls == 0
 

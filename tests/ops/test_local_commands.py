@@ -113,9 +113,16 @@ def test_origin_rotation_keeps_the_edge_working_and_refuses_a_second_rotation(se
     assert code == 2 and "still accepted" in err
 
 
-def test_aws_only_commands_say_so_offline(server, capsys):
-    code, _, err = _run(capsys, "billing-services", "--local", server)
-    assert code == 2 and "reads AWS" in err
+@pytest.mark.parametrize("command", ["billing-services", "traces"])
+def test_aws_only_commands_do_not_offer_local(command, capsys):
+    with pytest.raises(SystemExit) as done:
+        main([command, "--help"])
+    assert done.value.code == 0 and "--local" not in capsys.readouterr().out
+    with pytest.raises(SystemExit) as refused:
+        main([command, "--local", "http://127.0.0.1:9"])
+    err = capsys.readouterr().err
+    assert refused.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert "--local" in err
 
 
 def test_verify_local_passes_against_the_real_server(servers):
@@ -132,6 +139,10 @@ def test_verify_local_passes_against_the_real_server(servers):
     # Billed at the bound, what verify spent stays within what it said it could spend.
     assert spend["open_reservations"] == 0
     assert 0 < spend["day_micros"] <= 3 * spend["reserve_micros"]
+    assert "address released" in done.stdout
+    # The burst tripped the rate rule for this address; the operator is not locked out.
+    reply = request("POST", servers[1] + "/chat", payload={"message": "Still there?"})
+    assert reply.status == 200, reply
 
 
 def test_verify_fails_against_a_server_that_trusts_a_viewer_sent_address(server, capsys):

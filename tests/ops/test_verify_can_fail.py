@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import pytest
 
+from local.routes import EdgeOptions
 from local.runtime import LocalRuntime
-from local.server import EdgeOptions, serve_in_thread
+from local.server import serve_in_thread
 from ops import verify
 from steps.lib import models, signing
 from steps.lib.models import ModelReply
@@ -76,7 +77,7 @@ def test_without_a_rate_rule_only_the_burst_check_fails(weak_server):
     results = _results(verify.run(_target(weak_server)))
     failed = sorted(name for name, c in results.items() if not c.passed)
     assert failed == ["burst past the edge rate rule"]
-    assert results["burst past the edge rate rule"].detail == "30 requests, none blocked"
+    assert results["burst past the edge rate rule"].detail.startswith("30 requests, none blocked")
     assert all(results[name].passed for name in FORGED)  # the parrot saw no forged turn
 
 

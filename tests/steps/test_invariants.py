@@ -1,4 +1,4 @@
-"""DESIGN's invariants at handler level: never blind, fail closed, cheapest first,
+"""The README's invariants at handler level: never blind, fail closed, cheapest first,
 no client text near the system block, no identity minting, self-resetting."""
 
 from __future__ import annotations

@@ -194,7 +194,7 @@ def test_64_concurrent_reservations_never_pass_the_ceiling(aws):
 
 
 def check_then_add(aws, client, request_id):
-    """The naive gate DESIGN warns about: read the total, compare, then add."""
+    """The naive gate the hard cap rules out: read the total, compare, then add."""
     total = ledger.read_cost(client, aws.table, ledger.day_key(DAY), now=NOW)
     if total + RESERVE > CEILING.day:
         return ledger.Refusal("ceiling")

@@ -1,0 +1,68 @@
+"""What the money settings admit, said at start-up: how many worst-case messages the day,
+the month and one visitor allow, and a warning when a setting makes the others moot (a
+visitor's cap below one reservation degrades every visitor's very first message)."""
+
+from __future__ import annotations
+
+from decimal import ROUND_CEILING, Decimal
+
+from steps.lib.pricing import reserve_micros
+from steps.lib.settings import Settings
+
+
+def usd(micros: int) -> str:
+    value = Decimal(micros) / 1_000_000
+    return f"${value:.4f}" if value < 1 else f"${value:.2f}"
+
+
+def admitted(s: Settings) -> dict[str, int]:
+    """Worst-case messages each cap admits (a message is admitted only if its whole
+    reservation fits), and the visitor's message limit."""
+    reserve = reserve_micros(s)
+    return {
+        "reserve_micros": reserve,
+        "day": s.daily_ceiling_micros // reserve,
+        "month": s.monthly_ceiling_micros // reserve,
+        "visitor": min(s.visitor_ceiling_micros // reserve, s.visitor_message_limit),
+    }
+
+
+def summary(s: Settings) -> list[str]:
+    """The start-up lines: one of figures, then one per warning."""
+    counts = admitted(s)
+    reserve = counts["reserve_micros"]
+    lines = [
+        f"limits: one message reserves at most {usd(reserve)}; the day's "
+        f"{usd(s.daily_ceiling_micros)} admits {counts['day']} worst-case messages, the "
+        f"month's {usd(s.monthly_ceiling_micros)} admits {counts['month']}; one visitor "
+        f"({s.visitor_cost_share} of the day = {usd(s.visitor_ceiling_micros)}, at most "
+        f"{s.visitor_message_limit} messages) admits {counts['visitor']}"
+    ]
+    return lines + warnings(s)
+
+
+def warnings(s: Settings) -> list[str]:
+    reserve = reserve_micros(s)
+    found = []
+    if s.daily_ceiling_micros < reserve:
+        found.append(
+            f"warning: the daily ceiling {usd(s.daily_ceiling_micros)} is below one "
+            f"reservation ({usd(reserve)}): every message gets the degraded answer; raise "
+            f"--daily-ceiling-usd to at least {usd(reserve)}"
+        )
+    elif s.visitor_ceiling_micros < reserve:
+        share = Decimal(reserve) / Decimal(s.daily_ceiling_micros)
+        found.append(
+            f"warning: a visitor's cap ({s.visitor_cost_share} x {usd(s.daily_ceiling_micros)}"
+            f" = {usd(s.visitor_ceiling_micros)}) is below one reservation ({usd(reserve)}): "
+            f"every visitor's first message gets the degraded answer; raise "
+            f"--visitor-cost-share to at least {_round_up(share)} or --daily-ceiling-usd to "
+            f"at least {usd(int(Decimal(reserve) / s.visitor_cost_share) + 1)}"
+        )
+    return found
+
+
+def _round_up(value: Decimal) -> str:
+    """The smallest two-decimal share at or above `value` (at most 1)."""
+    hundredths = (value * 100).to_integral_value(rounding=ROUND_CEILING)
+    return str(min(Decimal(1), hundredths / 100).quantize(Decimal("0.01")))

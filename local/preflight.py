@@ -1,0 +1,59 @@
+"""Checks `serve`, `chat` and `demo` run before they start anything, each a pure function
+answering one line for the user (or None when all is well).
+
+A missing or incompatible index would otherwise surface as a 503 on every message; a
+site directory that is not one would serve an empty site.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from steps.lib.errors import KnowledgeError
+from steps.lib.settings import Settings
+
+
+def embedder_id(settings: Settings) -> str:
+    """The id of the query embedder the settings choose, without building a client."""
+    if settings.model_backend == "offline":
+        from steps.lib.hashing_embedder import HashingEmbedder
+
+        return HashingEmbedder(settings.embedding_dimensions).id
+    from steps.lib.knowledge import bedrock_embedder_id
+
+    return bedrock_embedder_id(settings.embedding_model_id, settings.embedding_dimensions)
+
+
+def index_command(knowledge: Path, site: Path | None, settings: Settings) -> str:
+    """The `chatguard index` command that builds what `settings` need at `knowledge`."""
+    embedder = "" if settings.model_backend == "offline" else " --embedder titan"
+    return f"chatguard index {site or 'SITE_DIR'} --out {knowledge}{embedder}"
+
+
+def knowledge_problem(settings: Settings, site: Path | None = None) -> str | None:
+    """Why the index at settings.knowledge_dir cannot answer, with the command that fixes it."""
+    from steps.lib.knowledge import load_knowledge
+
+    directory = Path(settings.knowledge_dir)
+    try:
+        kb = load_knowledge(directory, embedder=embedder_id(settings))
+        if kb.dimensions != settings.embedding_dimensions:
+            raise KnowledgeError(
+                f"built with {kb.dimensions} dimensions, this runtime embeds queries with "
+                f"{settings.embedding_dimensions}: rebuild the index"
+            )
+    except KnowledgeError as exc:
+        reason = str(exc).split(": run `chatguard index", 1)[0]
+        return (
+            f"no usable index at {directory} ({reason}); build it with: "
+            f"{index_command(directory, site, settings)}"
+        )
+    return None
+
+
+def site_problem(site: Path) -> str | None:
+    if not site.exists():
+        return f"site directory {site} does not exist"
+    if not site.is_dir():
+        return f"site directory {site} is not a directory"
+    return None
