@@ -9,12 +9,12 @@ HOST ?= 127.0.0.1
 PORT ?= 8787
 PYTEST_ARGS ?=
 
-.PHONY: help venv index run test lint typecheck browser synth deploy bench bench-retrieval bench-pipeline clean
+.PHONY: help venv index run test lint typecheck browser synth synth-offline deploy bench bench-retrieval bench-pipeline clean
 
 help:
 	@echo "make run    - set up, build the sample index, serve chat offline on $(HOST):$(PORT)"
 	@echo "make test   - set up (venv, index, Chromium) and run every test"
-	@echo "make index | synth | deploy | lint | bench-retrieval | bench-pipeline | clean"
+	@echo "make index | synth | synth-offline | deploy | lint | bench-retrieval | bench-pipeline | clean"
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -57,8 +57,16 @@ $(CDK): package.json package-lock.json
 	touch $@
 
 # Offline: no AWS credentials, no Docker (Lambda wheels come from PyPI via pip, cached in build/).
-synth: $(STAMP) $(KNOWLEDGE) $(CDK)
+# `synth` and `deploy` bundle build/knowledge exactly as the operator built it (README, step 2):
+# they never (re)build the index, so no edit of cdk.json can swap the sample index in, and
+# synthesis refuses an index Retrieve cannot read. `synth-offline` synthesizes around the
+# offline sample index on purpose, into its own directory, marked as a stand-in.
+synth: $(STAMP) $(CDK)
 	$(CDK_ENV) $(CDK) synth --quiet --no-notices $(CDK_ARGS)
+
+synth-offline: $(STAMP) $(KNOWLEDGE) $(CDK)
+	$(CDK_ENV) $(CDK) synth --quiet --no-notices --output cdk.out.offline \
+	  --context chatguard/stand_in_index=true $(CDK_ARGS)
 
 # Deploys exactly what `make synth` wrote to cdk.out (both stacks; edge first).
 deploy: synth
@@ -73,4 +81,4 @@ bench-pipeline: $(STAMP) $(KNOWLEDGE)
 	$(BIN)/python -m tests.bench.pipeline
 
 clean:
-	rm -rf build cdk.out test-output .pytest_cache
+	rm -rf build cdk.out cdk.out.offline test-output .pytest_cache

@@ -11,7 +11,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra import nag
+from infra import index_check, nag
 from infra import permissions as allow
 from infra.blocks.alert_topic import AlertTopic
 from infra.blocks.budgets import SpendBudgets
@@ -26,7 +26,6 @@ from infra.blocks.workflow import ChatWorkflow
 from infra.bundling import GATE_ASSET, RETRIEVAL_ASSET, index_embedder, step_code
 from infra.config import RETENTION_DAYS, DeployConfig
 from infra.step_wiring import STEP_SETTINGS
-from steps.lib.knowledge import bedrock_embedder_id
 from steps.lib.settings import PROJECT_ROOT, Settings
 from steps.lib.stages import STAGES, Stage
 
@@ -44,6 +43,7 @@ class ChatStack(Stack):
         env: Environment,
         web_acl_arn: str,
         read_nonce: str,
+        stand_in_index: bool = False,
     ) -> None:
         super().__init__(scope, construct_id, env=env, cross_region_references=True)
         s, ops, edge = config.settings, config.ops, config.edge
@@ -72,7 +72,7 @@ class ChatStack(Stack):
             guardrail_version=self.guardrail.version.attr_version,
             guardrail_policy_count=self.guardrail.policy_count,
         )
-        self._check_index(runtime)
+        self._check_index(runtime, stand_in_index)
         self.steps = self._steps(runtime, config)
         self.workflow = ChatWorkflow(
             self,
@@ -176,23 +176,19 @@ class ChatStack(Stack):
         )
         return steps
 
-    def _check_index(self, runtime: Settings) -> None:
-        """Warn when the bundled index was embedded by another model than Retrieve will use.
-
-        A mismatch deploys fine but every Retrieve fails closed (KnowledgeError), so it is
-        said at synth time. The offline sample index (hashing embedder) triggers it on purpose.
-        """
-        if runtime.model_backend != "bedrock":
-            return
-        wanted = bedrock_embedder_id(runtime.embedding_model_id, runtime.embedding_dimensions)
-        built = index_embedder()
-        if built != wanted:
-            Annotations.of(self).add_warning_v2(
-                "chatguard:index-embedder",
-                f"build/knowledge was embedded with {built!r}, but Retrieve embeds queries with "
-                f"{wanted!r}: run `chatguard index SITE --out build/knowledge --embedder titan` "
-                "before deploying, or every chat message fails closed.",
-            )
+    def _check_index(self, runtime: Settings, stand_in_allowed: bool) -> None:
+        """Stop synthesis when the bundled index was embedded by another model than Retrieve
+        uses (every message would fail closed); a stand-in allowed on purpose is a warning."""
+        warning = index_check.check(
+            index_embedder(),
+            wanted=index_check.wanted_embedder(
+                runtime.model_backend, runtime.embedding_model_id, runtime.embedding_dimensions
+            ),
+            dimensions=runtime.embedding_dimensions,
+            stand_in_allowed=stand_in_allowed,
+        )
+        if warning:
+            Annotations.of(self).add_warning_v2("chatguard:index-embedder", warning)
 
     def _outputs(self) -> None:
         CfnOutput(self, "SiteUrl", value=f"https://{self.site.distribution.domain_name}")

@@ -45,6 +45,7 @@ class Synth:
 
 def deploy_context() -> dict[str, Any]:
     from infra.application import READ_NONCE_KEY
+    from infra.index_check import STAND_IN_CONTEXT
     from steps.lib.settings import cdk_context
 
     ctx = copy.deepcopy(cdk_context())
@@ -54,6 +55,8 @@ def deploy_context() -> dict[str, Any]:
         reserved_concurrency={"Invoke": INVOKE_CONCURRENCY},
     )
     ctx[READ_NONCE_KEY] = "test-nonce"
+    # The offline sample index (hashing embedder) is bundled on purpose: said explicitly.
+    ctx[STAND_IN_CONTEXT] = True
     return ctx
 
 
