@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .edge import RATE_LIMITED, EdgeRefusal, RateRule, address_key, parse_body, socket_address
+from steps.lib.edge_blocks import RATE_BLOCKED, SIZE_BLOCKED
+
+from .edge import EdgeRefusal, RateRule, address_key, parse_body, socket_address
 from .results import FAIL_CLOSED
 from .runtime import LocalRuntime
 
@@ -89,7 +91,7 @@ class ChatHandler(BaseHTTPRequestHandler):
         try:
             route()
         except EdgeRefusal as refusal:
-            self._json(refusal.status, {"error": refusal.message})
+            self._json(refusal.status, refusal.payload)
         except Exception as exc:  # fail closed: a bug here answers 503, never a 500
             log.error(json.dumps({"server_error": type(exc).__name__}))
             self._json(503, FAIL_CLOSED)
@@ -124,7 +126,7 @@ class ChatHandler(BaseHTTPRequestHandler):
         viewer = self._viewer_address()
         if not self.server.rate_rule.allow(address_key(viewer)):
             self._drain()
-            raise EdgeRefusal(403, RATE_LIMITED)
+            raise EdgeRefusal.waf(RATE_BLOCKED)
         body = parse_body(self._read_body(), self.server.runtime.settings)
         outcome = self.server.runtime.send(
             body, ip="", origin_ok=True, headers={"CloudFront-Viewer-Address": viewer}
@@ -184,7 +186,7 @@ class ChatHandler(BaseHTTPRequestHandler):
         limit = self.server.runtime.settings.body_max_bytes
         if length > limit:
             self._drain(length)
-            raise EdgeRefusal(400, f"request body is too large (at most {limit} bytes)")
+            raise EdgeRefusal.waf(SIZE_BLOCKED)  # as WAF's size rule answers it
         return self.rfile.read(length) if length else b""
 
     def _content_length(self) -> int:

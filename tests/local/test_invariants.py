@@ -130,12 +130,16 @@ def test_identity_two_ipv6_addresses_in_one_64_share_a_quota(
 def test_self_resetting_a_new_day_is_a_new_item_with_no_job(
     make_runtime: Callable[..., LocalRuntime], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A frozen mid-month day: on the last day of a month "tomorrow" would also open a new
+    # month's item, and the count below would depend on the date the suite runs.
+    today = 1_800_014_400.0  # 2027-01-15 12:00 UTC
+    monkeypatch.setattr(time, "time", lambda: today)
     runtime = make_runtime(visitor_message_limit=1)
     runtime.send(QUESTION, ip=VISITOR)
     assert runtime.send(QUESTION, ip=VISITOR).body.get("limited") is True
     yesterday = set(items_by_key(runtime))
 
-    tomorrow = time.time() + 86_400
+    tomorrow = today + 86_400
     monkeypatch.setattr(time, "time", lambda: tomorrow)
     outcome = runtime.send(QUESTION, ip=VISITOR)
     assert outcome.status == 200 and "limited" not in outcome.body
