@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from steps.lib.settings import Settings, cdk_context
-from steps.lib.stages import BY_STATE
+from steps.lib.stages import BY_STATE, STAGES
 
 EDGE_REGION = "us-east-1"  # CLOUDFRONT-scope web ACLs exist only there
 WAF_WINDOWS = (60, 120, 300, 600)
@@ -58,6 +58,12 @@ class EdgeConfig:
         # One second under CloudFront's origin read timeout, so API Gateway answers with its
         # own JSON 504 before CloudFront gives up with an HTML error page.
         return min(API_MAX_INTEGRATION_SECONDS, self.origin_timeout_seconds - 1)
+
+    @property
+    def workflow_timeout_seconds(self) -> int:
+        # Strictly under the integration timeout: a slow run then ends TIMED_OUT, which the
+        # response template maps to the contract's JSON 503, before API Gateway's own 504.
+        return self.integration_timeout_seconds - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +119,15 @@ def _edge(raw: Mapping[str, Any], settings: Settings) -> EdgeConfig:
     _require(edge.waf_rate_limit >= WAF_LIMIT_FLOOR, f"waf_rate_limit must be >= {WAF_LIMIT_FLOOR}")
     _require(edge.api_throttle_rate > 0 and edge.api_throttle_burst > 0, "api throttling > 0")
     _require(2 <= edge.origin_timeout_seconds <= 180, "origin_timeout_seconds must be 2..180")
+    # Each step Lambda must give up before the workflow does (its error is then handled by
+    # the state machine), and the workflow before API Gateway (a 503, not a 504).
+    slowest = max(STAGES, key=lambda stage: stage.timeout_seconds)
+    _require(
+        slowest.timeout_seconds < edge.workflow_timeout_seconds,
+        f"origin_timeout_seconds {edge.origin_timeout_seconds} leaves the workflow "
+        f"{edge.workflow_timeout_seconds} s, not more than the {slowest.state} step's "
+        f"{slowest.timeout_seconds} s timeout (origin - 2 s must exceed every step's timeout)",
+    )
     _require(
         settings.body_max_bytes <= WAF_BODY_INSPECTION_BYTES,
         f"body_max_bytes must be <= {WAF_BODY_INSPECTION_BYTES} (what WAF inspects at CloudFront)",

@@ -78,8 +78,8 @@ class ChatStack(Stack):
             self,
             "Workflow",
             functions={state: step.function for state, step in self.steps.items()},
-            # No longer than API Gateway waits, so a TIMED_OUT execution maps to its 503.
-            timeout=Duration.seconds(edge.integration_timeout_seconds),
+            # Shorter than API Gateway waits, so a TIMED_OUT execution maps to its 503.
+            timeout=Duration.seconds(edge.workflow_timeout_seconds),
             log_retention=self.retention,
             topic=self.alerts.topic,
         )

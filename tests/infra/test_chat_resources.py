@@ -116,11 +116,9 @@ def test_state_machine_definition_is_the_asl_with_every_placeholder_substituted(
         else "".join(p if isinstance(p, str) else "" for p in body["Fn::Join"][1])
     )
     deployed = json.loads(text)
-    # CDK drops StateMachine(timeout=...) for a string definition: the ASL must carry it, no
-    # longer than API Gateway waits (else TIMED_OUT never becomes the mapped 503).
-    (method,) = synth.resources("AWS::ApiGateway::Method").values()
-    api_waits_ms = method["Properties"]["Integration"]["TimeoutInMillis"]
-    assert deployed.pop("TimeoutSeconds") * 1000 == api_waits_ms
+    # CDK drops StateMachine(timeout=...) for a string definition: the ASL must carry it
+    # (its order against the API's timeout: test_timeout_order.py).
+    assert isinstance(deployed.pop("TimeoutSeconds"), int)
     assert deployed == json.loads(loader.definition_text())
     rendered = loader.substitute(
         {k: f"arn:aws:lambda:eu-west-1:123456789012:function:{k}" for k in subs}
