@@ -9,7 +9,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8787
 PYTEST_ARGS ?=
 
-.PHONY: help venv index run test lint typecheck browser synth synth-offline deploy bench bench-retrieval bench-pipeline clean
+.PHONY: help venv index run test lint typecheck browser velocity synth synth-offline deploy bench bench-retrieval bench-pipeline clean
 
 help:
 	@echo "make run    - set up, build the sample index, serve chat offline on $(HOST):$(PORT)"
@@ -36,8 +36,17 @@ browser:
 	  echo "installing Debian's chromium for the browser tests"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
+# The mapping templates are rendered on Apache Velocity 1.7 with commons-lang 2.6 (the
+# engine API Gateway uses), through a Java harness compiled at test time: all from Debian.
+VELOCITY_JARS := /usr/share/java/velocity-1.7.jar /usr/share/java/commons-lang-2.6.jar
+velocity:
+	@{ command -v javac >/dev/null 2>&1 && ls $(VELOCITY_JARS) >/dev/null 2>&1; } || { \
+	  echo "installing Debian's velocity, commons-lang 2.6 and a JDK for the template tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    velocity libcommons-lang-java default-jdk-headless >/dev/null; }
+
 # pytest exits 5 when it collected no test: that is a failure here, never a pass.
-test: $(STAMP) $(KNOWLEDGE) browser lint typecheck
+test: $(STAMP) $(KNOWLEDGE) browser velocity lint typecheck
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
