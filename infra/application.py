@@ -34,6 +34,8 @@ def build(context: Mapping[str, Any] | None = None, outdir: str | None = None) -
     edge = EdgeStack(
         app,
         EDGE_STACK,
+        # Every copy's edge stack lives in us-east-1: the chat Region keeps them apart.
+        stack_name=f"{EDGE_STACK}-{cfg.ops.chat_region}",
         config=cfg,
         env=cdk.Environment(account=account, region=deploy_config.EDGE_REGION),
     )

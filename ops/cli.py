@@ -66,7 +66,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser(
         "billing-services", parents=[common], help="where model spend lands on the bill"
     )
-    p.add_argument("--budget-name", help="the filtered budget (default: <stack>-model-monthly)")
+    p.add_argument(
+        "--budget-name", help="the filtered budget (default: <stack>-<region>-model-monthly)"
+    )
     p.set_defaults(func=_guard(cmd_billing))
 
     p = sub.add_parser("traces", parents=[common], help="X-Ray traces filtered on step/decision")

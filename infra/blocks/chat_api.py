@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
@@ -66,6 +66,9 @@ class ChatApi(Construct):
         self.api = apigw.RestApi(
             self,
             "Api",
+            # Named after the stack: the 5XX alarm filters on ApiName, so a generic name would
+            # let any other API of that name in the account and Region feed it.
+            rest_api_name=Stack.of(self).stack_name,
             description="chatguard chat API behind CloudFront",
             endpoint_types=[apigw.EndpointType.REGIONAL],
             cloud_watch_role=True,

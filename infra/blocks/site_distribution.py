@@ -40,6 +40,7 @@ class SiteDistribution(Construct):
         construct_id: str,
         *,
         api: apigw.RestApi,
+        name_prefix: str,
         origin_secret: str,
         web_acl_arn: str,
         origin_timeout: Duration,
@@ -47,6 +48,9 @@ class SiteDistribution(Construct):
         demo_page: Path,
     ) -> None:
         super().__init__(scope, construct_id)
+        # CloudFront policies and origin access controls are named per account, not per
+        # Region: the prefix (stack and Region) lets a second copy deploy in another Region.
+        self.name_prefix = name_prefix
         self.bucket = s3.Bucket(
             self,
             "Assets",
@@ -68,7 +72,15 @@ class SiteDistribution(Construct):
             http_version=cloudfront.HttpVersion.HTTP2_AND_3,
             price_class=cloudfront.PriceClass.PRICE_CLASS_100,
             default_behavior=cloudfront.BehaviorOptions(
-                origin=origins.S3BucketOrigin.with_origin_access_control(self.bucket),
+                origin=origins.S3BucketOrigin.with_origin_access_control(
+                    self.bucket,
+                    origin_access_control=cloudfront.S3OriginAccessControl(
+                        self,
+                        "AssetsAccess",
+                        origin_access_control_name=f"{name_prefix}-assets",
+                        description="chatguard: CloudFront reads the widget bucket",
+                    ),
+                ),
                 viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
                 cache_policy=cloudfront.CachePolicy.CACHING_OPTIMIZED,
                 response_headers_policy=security,
@@ -109,6 +121,7 @@ class SiteDistribution(Construct):
         forwarded = cloudfront.OriginRequestPolicy(
             self,
             "ChatOriginRequest",
+            origin_request_policy_name=f"{self.name_prefix}-chat-origin-request",
             comment="chatguard /chat: viewer address and content type only (never Host)",
             header_behavior=cloudfront.OriginRequestHeaderBehavior.allow_list(
                 VIEWER_ADDRESS, "Content-Type"
@@ -143,6 +156,7 @@ class SiteDistribution(Construct):
         return cloudfront.ResponseHeadersPolicy(
             self,
             construct_id,
+            response_headers_policy_name=f"{self.name_prefix}-{construct_id}",
             comment="chatguard security headers" + (" (chat: no-store)" if no_store else ""),
             security_headers_behavior=cloudfront.ResponseSecurityHeadersBehavior(
                 content_security_policy=cloudfront.ResponseHeadersContentSecurityPolicy(

@@ -47,6 +47,9 @@ class ChatStack(Stack):
     ) -> None:
         super().__init__(scope, construct_id, env=env, cross_region_references=True)
         s, ops, edge = config.settings, config.ops, config.edge
+        # Names unique per account (budgets, CloudFront policies): stack and Region, so a
+        # second copy can deploy in another Region of the same account.
+        account_unique = f"{self.stack_name}-{self.region}"
         self.retention = getattr(logs.RetentionDays, RETENTION_DAYS[ops.log_retention_days])
         self.alerts = AlertTopic(self, "Alerts", emails=ops.alert_emails, allow_budgets=True)
         self.ledger = LedgerTable(
@@ -97,6 +100,7 @@ class ChatStack(Stack):
             self,
             "Site",
             api=self.api.api,
+            name_prefix=account_unique,
             origin_secret=self.secrets.exposed_value,
             web_acl_arn=web_acl_arn,
             origin_timeout=Duration.seconds(edge.origin_timeout_seconds),
@@ -106,7 +110,7 @@ class ChatStack(Stack):
         self.budgets = SpendBudgets(
             self,
             "Budgets",
-            name_prefix=self.stack_name,
+            name_prefix=account_unique,
             model_budget_usd=ops.budget_usd,
             account_budget_usd=ops.account_budget_usd,
             billing_services=ops.billing_services,
