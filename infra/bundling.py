@@ -185,7 +185,8 @@ def _knowledge_file(name: str) -> Path:
     path = KNOWLEDGE_DIR / name
     if not path.is_file():
         raise BundlingError(
-            f"build/knowledge/{name} is missing: build the index first (`{REBUILD}`)"
+            f"build/knowledge/{name} is missing: build the index first (`{REBUILD}`; "
+            "offline: `make index`)"
         )
     return path
 

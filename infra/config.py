@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from local.cors import OriginError, check_origins
 from steps.lib.settings import Settings, cdk_context
 from steps.lib.stages import BY_STATE, STAGES
 
@@ -52,6 +53,8 @@ class EdgeConfig:
     api_throttle_rate: int
     api_throttle_burst: int
     origin_timeout_seconds: int
+    # Exact origins of sites that embed the widget cross-origin (empty: same-origin only).
+    site_origins: tuple[str, ...] = ()
 
     @property
     def integration_timeout_seconds(self) -> int:
@@ -114,6 +117,7 @@ def _edge(raw: Mapping[str, Any], settings: Settings) -> EdgeConfig:
         api_throttle_rate=_int(raw, "api_throttle_rate"),
         api_throttle_burst=_int(raw, "api_throttle_burst"),
         origin_timeout_seconds=_int(raw, "origin_timeout_seconds"),
+        site_origins=_origins(raw.get("site_origins", [])),
     )
     _require(edge.waf_window_seconds in WAF_WINDOWS, f"waf_window_seconds must be {WAF_WINDOWS}")
     _require(edge.waf_rate_limit >= WAF_LIMIT_FLOOR, f"waf_rate_limit must be >= {WAF_LIMIT_FLOOR}")
@@ -164,6 +168,14 @@ def _ops(raw: Mapping[str, Any]) -> OpsConfig:
     )
     _require(Decimal(0) < ops.hourly_spend_alarm_share <= 1, "hourly_spend_alarm_share in (0, 1]")
     return ops
+
+
+def _origins(raw: Any) -> tuple[str, ...]:
+    _require(isinstance(raw, list), "site_origins must be a list of origins")
+    try:
+        return check_origins(raw)
+    except OriginError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _topic(raw: Any) -> DeniedTopic:

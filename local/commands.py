@@ -63,6 +63,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         default=float(edge.get("waf_window_seconds", 120)),
         help="the rate rule's window in seconds (default %(default)s)",
     )
+    serve.add_argument(
+        "--site-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="a site origin allowed to embed the widget cross-origin, e.g. "
+        "https://www.example.com (repeatable; replaces cdk.json's site_origins)",
+    )
     serve.add_argument("--quiet", action="store_true", help="no step log lines")
     serve.set_defaults(func=run_serve)
 
@@ -103,6 +110,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    from .cors import check_origins
     from .render import quiet_logs
     from .runtime import LocalRuntime
     from .server import ChatServer, EdgeOptions
@@ -114,7 +122,13 @@ def run_serve(args: argparse.Namespace) -> int:
             visitor_message_limit=args.visitor_message_limit,
             body_max_bytes=args.body_max_bytes,
         )
-        options = EdgeOptions(args.rate_limit, args.rate_window, args.trust_viewer_address)
+        origins = args.site_origin
+        options = EdgeOptions(
+            args.rate_limit,
+            args.rate_window,
+            args.trust_viewer_address,
+            check_origins(edge_context().get("site_origins", []) if origins is None else origins),
+        )
     except (SettingsError, ValueError) as exc:
         print(f"chatguard serve: {exc}", file=sys.stderr)
         return 2

@@ -28,6 +28,7 @@ from typing import Any
 
 from steps.lib.edge_blocks import RATE_BLOCKED, SIZE_BLOCKED
 
+from . import cors
 from .edge import EdgeRefusal, RateRule, address_key, parse_body, socket_address
 from .results import FAIL_CLOSED
 from .runtime import LocalRuntime
@@ -48,6 +49,7 @@ class EdgeOptions:
     rate_limit: int = 20
     rate_window_seconds: float = 120
     trust_viewer_address: bool = False
+    site_origins: tuple[str, ...] = ()  # cross-origin embedding (local/cors.py)
 
 
 class ChatServer(ThreadingHTTPServer):
@@ -84,7 +86,10 @@ class ChatHandler(BaseHTTPRequestHandler):
     def do_PUT(self) -> None:
         self._guarded(self._other)
 
-    do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = do_PUT
+    def do_OPTIONS(self) -> None:
+        self._guarded(self._options)
+
+    do_DELETE = do_PATCH = do_TRACE = do_CONNECT = do_PUT
     do_HEAD = do_GET  # the same answer without its body (see _send)
 
     def _guarded(self, route: Any) -> None:
@@ -116,6 +121,12 @@ class ChatHandler(BaseHTTPRequestHandler):
             self._admin("GET", path)
         else:
             self._site(path)
+
+    def _options(self) -> None:
+        if self.path.split("?", 1)[0] != "/chat":
+            return self._other()
+        self._drain()
+        self._send(204, "application/json", b"")  # CORS preflight: answered here, nothing runs
 
     def _other(self) -> None:
         self._drain()
@@ -222,6 +233,10 @@ class ChatHandler(BaseHTTPRequestHandler):
     def _send(
         self, status: int, content_type: str, data: bytes, extra: dict[str, str] | None = None
     ) -> None:
+        if (getattr(self, "path", "") or "").split("?", 1)[0] == "/chat":  # local/cors.py
+            origin, allowed = self.headers.get("Origin"), self.server.options.site_origins
+            decision = cors.decide(origin, self.command or "", allowed)
+            extra = {**decision.headers, **(extra or {})}
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
@@ -261,7 +276,9 @@ class ChatHandler(BaseHTTPRequestHandler):
 def _allowed(path: str) -> str:
     """The methods a path answers (the Allow header of a 405, as RFC 9110 requires)."""
     path = path.split("?", 1)[0]
-    if path in ("/chat", "/_origin/chat"):
+    if path == "/chat":
+        return "POST, OPTIONS"
+    if path == "/_origin/chat":
         return "POST"
     return "GET, POST" if path.startswith("/_admin/") else "GET"
 

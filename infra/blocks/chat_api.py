@@ -56,6 +56,7 @@ class ChatApi(Construct):
         throttle_rate: int,
         throttle_burst: int,
         integration_timeout: Duration,
+        cross_origin: bool,
         log_retention: logs.RetentionDays,
         topic: sns.ITopic,
     ) -> None:
@@ -97,6 +98,8 @@ class ChatApi(Construct):
             )
         )
         self.method = self._chat_method(state_machine, integration_timeout)
+        if cross_origin:
+            self._preflight()
         self.server_errors = alarm(
             self,
             "Api5xx",
@@ -157,6 +160,23 @@ class ChatApi(Construct):
             request_validator=validator,
             request_models={JSON: model},
             method_responses=responses,
+        )
+
+    def _preflight(self) -> None:
+        """OPTIONS /chat answers 204 by itself (a mock integration): a CORS preflight never
+        starts an execution. Which origin may read the answers is CloudFront's CORS
+        configuration (site_distribution.py); this only makes the preflight succeed."""
+        chat = self.api.root.get_resource("chat")
+        assert chat is not None
+        chat.add_method(
+            "OPTIONS",
+            apigw.MockIntegration(
+                passthrough_behavior=apigw.PassthroughBehavior.NEVER,
+                request_templates={JSON: json.dumps({"statusCode": 204})},
+                integration_responses=[apigw.IntegrationResponse(status_code="204")],
+            ),
+            authorization_type=apigw.AuthorizationType.NONE,
+            method_responses=[apigw.MethodResponse(status_code="204")],
         )
 
     def _gateway_responses(self) -> None:

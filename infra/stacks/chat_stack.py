@@ -93,6 +93,7 @@ class ChatStack(Stack):
             throttle_rate=edge.api_throttle_rate,
             throttle_burst=edge.api_throttle_burst,
             integration_timeout=Duration.seconds(edge.integration_timeout_seconds),
+            cross_origin=bool(edge.site_origins),
             log_retention=self.retention,
             topic=self.alerts.topic,
         )
@@ -101,6 +102,7 @@ class ChatStack(Stack):
             "Site",
             api=self.api.api,
             name_prefix=account_unique,
+            site_origins=edge.site_origins,
             origin_secret=self.secrets.exposed_value,
             web_acl_arn=web_acl_arn,
             origin_timeout=Duration.seconds(edge.origin_timeout_seconds),

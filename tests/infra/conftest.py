@@ -18,6 +18,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 CHAT_REGION = "eu-west-1"
 ALERT_EMAIL = "ops@example.com"
 INVOKE_CONCURRENCY = 5
+SITE_ORIGINS = ("https://www.example.com", "https://blog.example.org")
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ def deploy_context() -> dict[str, Any]:
         alert_emails=[ALERT_EMAIL],
         reserved_concurrency={"Invoke": INVOKE_CONCURRENCY},
     )
+    ctx["chatguard/edge"]["site_origins"] = list(SITE_ORIGINS)
     ctx[READ_NONCE_KEY] = "test-nonce"
     # The offline sample index (hashing embedder) is bundled on purpose: said explicitly.
     ctx[STAND_IN_CONTEXT] = True
