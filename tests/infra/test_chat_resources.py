@@ -167,9 +167,13 @@ def test_two_budgets_one_per_billing_service_list_and_one_unfiltered(synth):
     services = synth.context["chatguard/ops"]["billing_services"]
     budgets = [b["Properties"] for b in synth.resources("AWS::Budgets::Budget").values()]
     assert len(budgets) == 2
-    filtered = [b for b in budgets if b["Budget"].get("CostFilters")]
-    unfiltered = [b for b in budgets if not b["Budget"].get("CostFilters")]
-    assert [b["Budget"]["CostFilters"] for b in filtered] == [{"Service": services}]
+    filtered = [b for b in budgets if b["Budget"].get("FilterExpression")]
+    unfiltered = [b for b in budgets if not b["Budget"].get("FilterExpression")]
+    assert [b["Budget"]["FilterExpression"] for b in filtered] == [
+        {"Dimensions": {"Key": "SERVICE", "Values": services, "MatchOptions": ["EQUALS"]}}
+    ]
+    assert all("CostFilters" not in b["Budget"] for b in budgets)  # never both forms
+    assert all(b["Budget"]["Metrics"] == ["UnblendedCost"] for b in budgets)
     assert len(unfiltered) == 1
     for budget in budgets:
         kinds = sorted(
