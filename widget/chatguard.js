@@ -112,8 +112,8 @@
   // The request body within BODY_MAX_BYTES: the oldest exchanges (a user turn and its
   // answer) go first. The message alone always fits (2,000 UTF-16 units are at most
   // 6,000 bytes, 12,000 when every character is a quote or backslash).
-  function fitBody(body) {
-    while (body.history.length && utf8Bytes(JSON.stringify(body)) > BODY_MAX_BYTES) {
+  function fitBody(body, budget) {
+    while (body.history.length && utf8Bytes(JSON.stringify(body)) > budget) {
       body.history = body.history.slice(2);
     }
     return body;
@@ -192,6 +192,12 @@
     get timeoutMs() {
       var seconds = parseFloat(this.getAttribute("timeout"));
       return (isFinite(seconds) && seconds > 0 ? seconds : 30) * 1000;
+    }
+
+    // A deployment with a smaller body_max_bytes says so here; never more than the contract.
+    get bodyMaxBytes() {
+      var bytes = parseInt(this.getAttribute("body-max-bytes"), 10);
+      return bytes > 0 && bytes < BODY_MAX_BYTES ? bytes : BODY_MAX_BYTES;
     }
 
     get storageKey() {
@@ -406,7 +412,7 @@
       if (PAGE_PATTERN.test(location.pathname) && location.pathname.length <= 256) {
         body.page = location.pathname;
       }
-      fitBody(body);
+      fitBody(body, this.bodyMaxBytes);
       var controller = (this._abort = new AbortController());
       var timedOut = false;
       var timer = setTimeout(function () {

@@ -68,6 +68,11 @@ def test_history_is_trimmed_to_the_byte_budget_oldest_exchange_first(
     assert kept == full[-len(kept) :]  # the newest exchanges, whole
     assert json_bytes({**posted, "history": full[-len(kept) - 2 :]}) > BUDGET  # as many as fit
 
+    # A deployment with a smaller body_max_bytes tells the widget so.
+    widget.host.evaluate("el => el.setAttribute('body-max-bytes', '12000')")
+    _, smaller = widget.ask_and_capture(HEAVY)
+    assert json_bytes(smaller) <= 12000 < json_bytes(posted)
+
 
 def test_a_waf_block_is_its_own_state_and_a_size_block_drops_the_history(
     page: Page, chat_server: str
