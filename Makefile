@@ -9,13 +9,13 @@ HOST ?= 127.0.0.1
 PORT ?= 8787
 PYTEST_ARGS ?=
 
-.PHONY: help venv index run test test-calendar lint typecheck browser synth deploy clean
+.PHONY: help venv index run test test-calendar lint typecheck browser velocity synth synth-offline deploy clean
 .PHONY: bench bench-retrieval bench-pipeline bench-reserve bench-server
 
 help:
 	@echo "make run    - set up, build the sample index, serve chat offline on $(HOST):$(PORT)"
 	@echo "make test   - set up (venv, index, Chromium) and run every test"
-	@echo "make index | synth | deploy | lint | test-calendar | clean"
+	@echo "make index | synth | synth-offline | deploy | lint | test-calendar | clean"
 	@echo "make bench | bench-retrieval | bench-pipeline | bench-reserve | bench-server"
 
 venv: $(STAMP)
@@ -38,8 +38,17 @@ browser:
 	  echo "installing Debian's chromium for the browser tests"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
+# The mapping templates are rendered on Apache Velocity 1.7 with commons-lang 2.6 (the
+# engine API Gateway uses), through a Java harness compiled at test time: all from Debian.
+VELOCITY_JARS := /usr/share/java/velocity-1.7.jar /usr/share/java/commons-lang-2.6.jar
+velocity:
+	@{ command -v javac >/dev/null 2>&1 && ls $(VELOCITY_JARS) >/dev/null 2>&1; } || { \
+	  echo "installing Debian's velocity, commons-lang 2.6 and a JDK for the template tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    velocity libcommons-lang-java default-jdk-headless >/dev/null; }
+
 # pytest exits 5 when it collected no test: that is a failure here, never a pass.
-test: $(STAMP) $(KNOWLEDGE) browser lint typecheck test-calendar
+test: $(STAMP) $(KNOWLEDGE) browser velocity lint typecheck test-calendar
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 # The tests that touch days and months, again under a faked wall clock (Debian's faketime,
@@ -74,8 +83,16 @@ $(CDK): package.json package-lock.json
 	touch $@
 
 # Offline: no AWS credentials, no Docker (Lambda wheels come from PyPI via pip, cached in build/).
-synth: $(STAMP) $(KNOWLEDGE) $(CDK)
+# `synth` and `deploy` bundle build/knowledge exactly as the operator built it (README, step 2):
+# they never (re)build the index, so no edit of cdk.json can swap the sample index in, and
+# synthesis refuses an index Retrieve cannot read. `synth-offline` synthesizes around the
+# offline sample index on purpose, into its own directory, marked as a stand-in.
+synth: $(STAMP) $(CDK)
 	$(CDK_ENV) $(CDK) synth --quiet --no-notices $(CDK_ARGS)
+
+synth-offline: $(STAMP) $(KNOWLEDGE) $(CDK)
+	$(CDK_ENV) $(CDK) synth --quiet --no-notices --output cdk.out.offline \
+	  --context chatguard/stand_in_index=true $(CDK_ARGS)
 
 # Deploys exactly what `make synth` wrote to cdk.out (both stacks; edge first).
 deploy: synth
@@ -96,4 +113,4 @@ bench-server: $(STAMP) $(KNOWLEDGE)
 	$(BIN)/python -m tests.bench.server
 
 clean:
-	rm -rf build cdk.out test-output .pytest_cache
+	rm -rf build cdk.out cdk.out.offline test-output .pytest_cache

@@ -11,6 +11,7 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from infra import config as deploy_config
+from infra.index_check import STAND_IN_CONTEXT
 from infra.stacks.chat_stack import ChatStack
 from infra.stacks.edge_stack import EdgeStack
 from steps.lib.settings import cdk_context
@@ -33,6 +34,8 @@ def build(context: Mapping[str, Any] | None = None, outdir: str | None = None) -
     edge = EdgeStack(
         app,
         EDGE_STACK,
+        # Every copy's edge stack lives in us-east-1: the chat Region keeps them apart.
+        stack_name=f"{EDGE_STACK}-{cfg.ops.chat_region}",
         config=cfg,
         env=cdk.Environment(account=account, region=deploy_config.EDGE_REGION),
     )
@@ -43,6 +46,7 @@ def build(context: Mapping[str, Any] | None = None, outdir: str | None = None) -
         env=cdk.Environment(account=account, region=cfg.ops.chat_region),
         web_acl_arn=edge.web_acl_arn,
         read_nonce=str(app.node.try_get_context(READ_NONCE_KEY) or int(time.time())),
+        stand_in_index=_flag(app.node.try_get_context(STAND_IN_CONTEXT)),
     )
     # Strong on purpose: CloudFormation then refuses to delete or replace the web ACL while
     # the distribution uses it (README, "Deploy to AWS").
@@ -54,3 +58,8 @@ def build(context: Mapping[str, Any] | None = None, outdir: str | None = None) -
         cdk.Tags.of(stack).add("project", "chatguard")
     cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
     return app
+
+
+def _flag(value: Any) -> bool:
+    """A context flag: JSON true, or "true" as `cdk -c key=true` passes it."""
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")

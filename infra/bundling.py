@@ -28,6 +28,8 @@ import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_lambda as lambda_
 
+from infra.index_check import REBUILD, BuiltIndex
+
 ROOT = Path(__file__).resolve().parents[1]
 STEPS_DIR = ROOT / "steps"
 KNOWLEDGE_DIR = ROOT / "build" / "knowledge"
@@ -169,18 +171,22 @@ def _pip_install(requirements: tuple[str, ...], target: Path) -> None:
         )
 
 
-def index_embedder() -> str:
-    """The embedder id recorded in build/knowledge/knowledge.json (e.g. "hashing-v1")."""
+def index_embedder() -> BuiltIndex:
+    """The embedder recorded in build/knowledge/knowledge.json (id, e.g. "hashing-v1", and
+    dimensions)."""
     meta = json.loads(_knowledge_file("knowledge.json").read_text(encoding="utf-8"))
     embedder = meta.get("embedder", {})
-    return str(embedder.get("id") if isinstance(embedder, dict) else embedder)
+    if not isinstance(embedder, dict):
+        return BuiltIndex(str(embedder), 0)
+    return BuiltIndex(str(embedder.get("id")), int(embedder.get("dimensions") or 0))
 
 
 def _knowledge_file(name: str) -> Path:
     path = KNOWLEDGE_DIR / name
     if not path.is_file():
         raise BundlingError(
-            f"build/knowledge/{name} is missing: run `make index` before synthesizing"
+            f"build/knowledge/{name} is missing: build the index first (`{REBUILD}`; "
+            "offline: `make index`)"
         )
     return path
 

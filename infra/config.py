@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from local.cors import OriginError, check_origins
 from steps.lib.settings import Settings, cdk_context
-from steps.lib.stages import BY_STATE
+from steps.lib.stages import BY_STATE, STAGES
 
 EDGE_REGION = "us-east-1"  # CLOUDFRONT-scope web ACLs exist only there
 WAF_WINDOWS = (60, 120, 300, 600)
@@ -52,12 +53,20 @@ class EdgeConfig:
     api_throttle_rate: int
     api_throttle_burst: int
     origin_timeout_seconds: int
+    # Exact origins of sites that embed the widget cross-origin (empty: same-origin only).
+    site_origins: tuple[str, ...] = ()
 
     @property
     def integration_timeout_seconds(self) -> int:
         # One second under CloudFront's origin read timeout, so API Gateway answers with its
         # own JSON 504 before CloudFront gives up with an HTML error page.
         return min(API_MAX_INTEGRATION_SECONDS, self.origin_timeout_seconds - 1)
+
+    @property
+    def workflow_timeout_seconds(self) -> int:
+        # Strictly under the integration timeout: a slow run then ends TIMED_OUT, which the
+        # response template maps to the contract's JSON 503, before API Gateway's own 504.
+        return self.integration_timeout_seconds - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,11 +117,21 @@ def _edge(raw: Mapping[str, Any], settings: Settings) -> EdgeConfig:
         api_throttle_rate=_int(raw, "api_throttle_rate"),
         api_throttle_burst=_int(raw, "api_throttle_burst"),
         origin_timeout_seconds=_int(raw, "origin_timeout_seconds"),
+        site_origins=_origins(raw.get("site_origins", [])),
     )
     _require(edge.waf_window_seconds in WAF_WINDOWS, f"waf_window_seconds must be {WAF_WINDOWS}")
     _require(edge.waf_rate_limit >= WAF_LIMIT_FLOOR, f"waf_rate_limit must be >= {WAF_LIMIT_FLOOR}")
     _require(edge.api_throttle_rate > 0 and edge.api_throttle_burst > 0, "api throttling > 0")
     _require(2 <= edge.origin_timeout_seconds <= 180, "origin_timeout_seconds must be 2..180")
+    # Each step Lambda must give up before the workflow does (its error is then handled by
+    # the state machine), and the workflow before API Gateway (a 503, not a 504).
+    slowest = max(STAGES, key=lambda stage: stage.timeout_seconds)
+    _require(
+        slowest.timeout_seconds < edge.workflow_timeout_seconds,
+        f"origin_timeout_seconds {edge.origin_timeout_seconds} leaves the workflow "
+        f"{edge.workflow_timeout_seconds} s, not more than the {slowest.state} step's "
+        f"{slowest.timeout_seconds} s timeout (origin - 2 s must exceed every step's timeout)",
+    )
     _require(
         settings.body_max_bytes <= WAF_BODY_INSPECTION_BYTES,
         f"body_max_bytes must be <= {WAF_BODY_INSPECTION_BYTES} (what WAF inspects at CloudFront)",
@@ -149,6 +168,14 @@ def _ops(raw: Mapping[str, Any]) -> OpsConfig:
     )
     _require(Decimal(0) < ops.hourly_spend_alarm_share <= 1, "hourly_spend_alarm_share in (0, 1]")
     return ops
+
+
+def _origins(raw: Any) -> tuple[str, ...]:
+    _require(isinstance(raw, list), "site_origins must be a list of origins")
+    try:
+        return check_origins(raw)
+    except OriginError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _topic(raw: Any) -> DeniedTopic:

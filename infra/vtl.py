@@ -50,8 +50,10 @@ def request_template(state_machine_arn: str) -> str:
 
 
 def _string_field(key: str) -> str:
+    # Quiet reference ($!): a field present but null renders "" rather than the reference's
+    # own text (Velocity prints an unresolved reference verbatim).
     return (
-        f'#if($body.containsKey("{key}"))$sep"{key}":"$util.escapeJavaScript($body.get("{key}")){_UNESCAPE}"'
+        f'#if($body.containsKey("{key}"))$sep"{key}":"$!util.escapeJavaScript($body.get("{key}")){_UNESCAPE}"'
         '#set($sep = ",")#end'
     )
 

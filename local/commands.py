@@ -169,6 +169,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         help="bill every answer at the worst the provider could bill for what was sent "
         "(input at its byte bound, maxTokens of output): the money path's adversary",
     )
+    serve.add_argument(
+        "--site-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="a site origin allowed to embed the widget cross-origin, e.g. "
+        "https://www.example.com (repeatable; replaces cdk.json's site_origins)",
+    )
     serve.set_defaults(func=run_serve)
 
 
@@ -276,6 +283,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
 
 @_one_line
 def run_serve(args: argparse.Namespace) -> int:
+    from .cors import OriginError, check_origins
     from .limits import summary
     from .render import quiet_logs
     from .routes import EdgeOptions
@@ -290,7 +298,14 @@ def run_serve(args: argparse.Namespace) -> int:
         body_max_bytes=args.body_max_bytes,
         offline_usage="worst" if args.worst_case_usage else None,
     )
-    options = EdgeOptions(args.rate_limit, args.rate_window, args.trust_viewer_address)
+    origins = args.site_origin
+    try:
+        allowed = check_origins(
+            edge_context().get("site_origins", []) if origins is None else origins
+        )
+    except OriginError as exc:
+        raise CommandError(str(exc)) from None
+    options = EdgeOptions(args.rate_limit, args.rate_window, args.trust_viewer_address, allowed)
     if args.host not in ("127.0.0.1", "::1", "localhost"):
         print("warning: serving beyond loopback; this server is for local use", file=sys.stderr)
     for line in summary(settings):

@@ -16,20 +16,28 @@ from collections.abc import Callable
 from typing import Any
 
 from steps.lib.contract import validate_request
+from steps.lib.edge_blocks import BLOCK_STATUS, SIZE_BLOCKED
 from steps.lib.errors import BadRequest
 from steps.lib.settings import Settings
 
-RATE_LIMITED = "Too many requests from your address. Please wait a little and try again."
 MAX_TRACKED_ADDRESSES = 50_000
 
 
 class EdgeRefusal(Exception):
-    """The edge answers by itself: `status` with `{"error": message}`."""
+    """The edge answers by itself: `status` with `payload` (``{"error": message}``, plus
+    ``blocked`` when it plays a WAF block: the same JSON the web ACL answers)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, blocked: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.payload: dict[str, str] = {"error": message}
+        if blocked:
+            self.payload["blocked"] = blocked
+
+    @classmethod
+    def waf(cls, block: dict[str, str]) -> EdgeRefusal:
+        return cls(BLOCK_STATUS, block["error"], block["blocked"])
 
 
 class RateRule:
@@ -78,11 +86,10 @@ def _no_constants(name: str) -> Any:
 
 
 def parse_body(raw: bytes, settings: Settings) -> dict[str, Any]:
-    """The validated request, or EdgeRefusal(400) saying what is wrong with it."""
+    """The validated request, or EdgeRefusal(400) saying what is wrong with it; a body over
+    the byte limit is the WAF size block (403) instead."""
     if len(raw) > settings.body_max_bytes:
-        raise EdgeRefusal(
-            400, f"request body is too large (at most {settings.body_max_bytes} bytes)"
-        )
+        raise EdgeRefusal.waf(SIZE_BLOCKED)
     if not raw.strip():
         raise EdgeRefusal(400, "request body is required (a JSON object with a message)")
     try:

@@ -31,7 +31,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from .edge import RATE_LIMITED, EdgeRefusal, RateRule, address_key, parse_body, socket_address
+from steps.lib.edge_blocks import RATE_BLOCKED
+
+from . import cors
+from .edge import EdgeRefusal, RateRule, address_key, parse_body, socket_address
 from .results import FAIL_CLOSED
 
 log = logging.getLogger("chatguard.local.server")
@@ -53,6 +56,7 @@ class EdgeOptions:
     rate_limit: int = 20
     rate_window_seconds: float = 120
     trust_viewer_address: bool = False
+    site_origins: tuple[str, ...] = ()  # cross-origin embedding (local/cors.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,14 +87,26 @@ class CrossOrigin(Protocol):
     def headers(self, request: Request) -> tuple[tuple[str, str], ...]: ...
 
 
-class SameOriginOnly:
-    """The default: no preflight is answered here, no cross-origin header is added."""
+class ListedOrigins:
+    """CORS on POST /chat for the listed site origins only (local/cors.py), as CloudFront's
+    response headers policy applies it on AWS: a preflight is answered here (204, nothing
+    runs); only a listed origin gets Access-Control-Allow-Origin."""
+
+    def __init__(self, origins: tuple[str, ...]) -> None:
+        self.origins = origins
 
     def preflight(self, request: Request) -> Response | None:
-        return None
+        if request.method != "OPTIONS" or request.path != "/chat":
+            return None
+        # 204 for any origin; only a listed one gets Access-Control-Allow-Origin (headers
+        # below), so the browser sends the POST for listed origins only.
+        return Response(204, JSON, b"")
 
     def headers(self, request: Request) -> tuple[tuple[str, str], ...]:
-        return ()
+        if request.path != "/chat":
+            return ()
+        decision = cors.decide(request.headers.get("origin"), request.method, self.origins)
+        return tuple(decision.headers.items())
 
 
 def json_response(status: int, payload: Mapping[str, Any], *extra: tuple[str, str]) -> Response:
@@ -112,7 +128,7 @@ class Dispatcher:
         self.site_dir = site_dir  # None: examples/site, or CHATGUARD_SITE_DIR
         self.options = options
         self.rate_rule = RateRule(options.rate_limit, options.rate_window_seconds)
-        self.cross_origin: CrossOrigin = cross_origin or SameOriginOnly()
+        self.cross_origin: CrossOrigin = cross_origin or ListedOrigins(options.site_origins)
 
     def body_limit(self, method: str, path: str) -> int:
         """How many body bytes a route reads; the server drops the rest unread."""
@@ -126,7 +142,7 @@ class Dispatcher:
         try:
             answer = self.cross_origin.preflight(request) or self._route(request)
         except EdgeRefusal as refusal:
-            answer = json_response(refusal.status, {"error": refusal.message})
+            answer = json_response(refusal.status, refusal.payload)
         except Exception as exc:  # fail closed: a bug here answers 503, never a 500
             log.error(json.dumps({"server_error": type(exc).__name__}))
             answer = json_response(503, FAIL_CLOSED)
@@ -154,7 +170,7 @@ class Dispatcher:
     def _chat_at_edge(self, request: Request) -> Response:
         viewer = self._viewer_address(request)
         if not self.rate_rule.allow(address_key(viewer)):
-            raise EdgeRefusal(403, RATE_LIMITED)
+            raise EdgeRefusal.waf(RATE_BLOCKED)  # the web ACL's JSON block
         body = parse_body(request.body, self.runtime.settings)
         outcome = self.runtime.send(
             body, ip="", origin_ok=True, headers={"CloudFront-Viewer-Address": viewer}

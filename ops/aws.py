@@ -109,5 +109,7 @@ def api_chat_url(aws: Aws) -> str:
 
 
 def model_budget_name(aws: Aws) -> str:
-    """The filtered budget infra/blocks/budgets.py creates: ``<stack>-model-monthly``."""
-    return aws.output("ModelBudgetName", default=f"{aws.stack}-model-monthly")
+    """The filtered budget infra/blocks/budgets.py creates: ``<stack>-<region>-model-monthly``
+    (the stack output names it; the default is for a stack without that output)."""
+    region = aws.region or aws.client("sts").meta.region_name
+    return aws.output("ModelBudgetName", default=f"{aws.stack}-{region}-model-monthly")

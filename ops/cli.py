@@ -1,4 +1,5 @@
-"""The operator's commands: spend, mode, rotate, billing-services, traces, trace, verify.
+"""The operator's commands: spend, mode, rotate, billing-services, traces, trace, verify,
+enable-model.
 
 Each works against AWS (the usual credential chain, ``--profile``, ``--region``,
 ``--stack``) or, where it makes sense offline, against a local server (``--local URL``,
@@ -15,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import billing, mode, rotate, spend, traces, verify, waterfall
+from . import billing, first_call, mode, rotate, spend, traces, verify, waterfall
 from .aws import (
     DEFAULT_STACK,
     Aws,
@@ -67,7 +68,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser(
         "billing-services", parents=[aws_only], help="where model spend lands on the bill"
     )
-    p.add_argument("--budget-name", help="the filtered budget (default: <stack>-model-monthly)")
+    p.add_argument(
+        "--budget-name", help="the filtered budget (default: <stack>-<region>-model-monthly)"
+    )
     p.set_defaults(func=_guard(cmd_billing))
 
     p = sub.add_parser("traces", parents=[aws_only], help="X-Ray traces filtered on step/decision")
@@ -80,6 +83,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser("trace", parents=[common], help="waterfall of the last local request")
     p.add_argument("which", choices=("last",))
     p.set_defaults(func=_guard(cmd_trace_last))
+
+    p = sub.add_parser(
+        "enable-model",
+        parents=[common],
+        help="once per account: the first model call, with your credentials",
+    )
+    p.set_defaults(func=_guard(cmd_enable_model))
 
     p = sub.add_parser("verify", parents=[common], help="re-test a deployment's defenses")
     p.add_argument("url", nargs="?", help="the site's public URL (default: stack output SiteUrl)")
@@ -184,6 +194,18 @@ def cmd_trace_last(args: argparse.Namespace) -> int:
     title = f"request {result.get('request_id', '?')}: {status} in {ms:.1f} ms"
     print(waterfall.render(spans, title=title) if result.get("request_id") else "no request yet")
     return 0
+
+
+def cmd_enable_model(args: argparse.Namespace) -> int:
+    if args.local:
+        raise OpsError("`enable-model` calls Bedrock with your AWS credentials; not offline")
+    s = project_settings()
+    region = args.region or ops_context().get("chat_region") or None
+    aws = Aws(args.profile, region, args.stack)
+    print(f"one Converse call to {s.model_id}, at most {first_call.MAX_TOKENS} output token")
+    result = first_call.call(aws.client("bedrock-runtime"), s.model_id)
+    print(first_call.render(result, s))
+    return 0 if result.ok else EXIT_FAILED
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

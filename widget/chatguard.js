@@ -21,6 +21,9 @@
 
   var MAX_CHARS = 2000; // ChatRequest.message.maxLength in the HTTP contract
   var HISTORY_TURNS = 6; // ChatRequest.history.maxItems
+  // The contract's body limit, in UTF-8 bytes, as the WAF size rule counts it: six turns of
+  // 2,000 characters of CJK text, or of quotes and backslashes, pass it.
+  var BODY_MAX_BYTES = 16384;
   var STORED_ENTRIES = 60; // what sessionStorage keeps for display; the rest is dropped
   var PAGE_PATTERN = /^\/[A-Za-z0-9\/._~-]*$/; // ChatRequest.page.pattern
   var SOURCE_PATTERN = /^\/(?!\/)[A-Za-z0-9\/._~%-]*$/; // a same-site path, nothing else
@@ -37,6 +40,10 @@
       "Please wait a minute and try again.",
     http429: "The chat is busy right now. Please wait a moment and try again.",
     http503: "The chat is unavailable at the moment. Please try again later.",
+    blockedSize: "This conversation has grown too long to send. " +
+      "Your next message starts a new conversation.",
+    blockedRate: "You have sent many messages in a short time. " +
+      "Please wait a couple of minutes and try again.",
     network: "Could not reach the chat. Check your connection and try again.",
     timeout: "The answer took too long, so the widget stopped waiting. Please try again.",
     unexpected: "Something went wrong on our side. Please try again later.",
@@ -99,6 +106,20 @@
     return turns.slice(-HISTORY_TURNS);
   }
 
+  function utf8Bytes(text) {
+    return new TextEncoder().encode(text).length;
+  }
+
+  // The request body within BODY_MAX_BYTES: the oldest exchanges (a user turn and its
+  // answer) go first. The message alone always fits (2,000 UTF-16 units are at most
+  // 6,000 bytes, 12,000 when every character is a quote or backslash).
+  function fitBody(body, budget) {
+    while (body.history.length && utf8Bytes(JSON.stringify(body)) > budget) {
+      body.history = body.history.slice(2);
+    }
+    return body;
+  }
+
   // The notice is already the entry's headline: a reply opening with the same words would
   // say it twice.
   function withoutLead(reply, notice) {
@@ -126,6 +147,15 @@
       return { role: "assistant", kind: "answer", content: reply,
         sig: typeof body.sig === "string" ? body.sig : "", sources: cleanSources(body.sources) };
     }
+    // A WAF block at the edge: its JSON names the rule, so the visitor learns what to do.
+    if (status === 403 && body && body.blocked === "size") {
+      return { role: "assistant", kind: "blocked-size", content: "",
+        notice: NOTICES.blockedSize };
+    }
+    if (status === 403 && body && body.blocked === "rate") {
+      return { role: "assistant", kind: "blocked-rate", content: "",
+        notice: NOTICES.blockedRate };
+    }
     var key = "http" + status;
     return { role: "assistant", kind: NOTICES[key] ? key : "unexpected", content: "",
       notice: NOTICES[key] || NOTICES.unexpected };
@@ -142,6 +172,7 @@
       if (this._root) return;
       this._id = "cg" + ++uid;
       this._entries = [];
+      this._historyStart = 0; // entries before it are never sent back (after a size block)
       this._busy = false;
       this._root = this.attachShadow({ mode: "open" });
       this._build();
@@ -167,6 +198,12 @@
     get timeoutMs() {
       var seconds = parseFloat(this.getAttribute("timeout"));
       return (isFinite(seconds) && seconds > 0 ? seconds : 30) * 1000;
+    }
+
+    // A deployment with a smaller body_max_bytes says so here; never more than the contract.
+    get bodyMaxBytes() {
+      var bytes = parseInt(this.getAttribute("body-max-bytes"), 10);
+      return bytes > 0 && bytes < BODY_MAX_BYTES ? bytes : BODY_MAX_BYTES;
     }
 
     get storageKey() {
@@ -294,6 +331,7 @@
     _reset() {
       this._cancel();
       this._entries = [];
+      this._historyStart = 0;
       this._log.replaceChildren();
       this._save();
       this._input.focus();
@@ -368,7 +406,7 @@
       // A lone surrogate (half an emoji) is refused by the server: make the text well formed.
       if (message.toWellFormed) message = message.toWellFormed();
       if (this._busy || !message) return;
-      var history = historyFrom(this._entries);
+      var history = historyFrom(this._entries.slice(this._historyStart));
       this._push({ role: "user", kind: "question", content: message });
       this._input.value = "";
       this._updateCount();
@@ -380,6 +418,7 @@
       if (PAGE_PATTERN.test(location.pathname) && location.pathname.length <= 256) {
         body.page = location.pathname;
       }
+      fitBody(body, this.bodyMaxBytes);
       var controller = (this._abort = new AbortController());
       var timedOut = false;
       var timer = setTimeout(function () {
@@ -410,6 +449,8 @@
       this._abort = null;
       this._setBusy(false);
       this._push(entry);
+      // Resending the same history would be blocked again: later messages start afresh.
+      if (entry.kind === "blocked-size") this._historyStart = this._entries.length;
       if (entry.kind !== "answer" && entry.kind !== "degraded" && entry.kind !== "limited" &&
           entry.kind !== "off" && !this._input.value) {
         this._input.value = message; // let the visitor retry without retyping

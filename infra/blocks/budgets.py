@@ -15,8 +15,26 @@ from aws_cdk import aws_budgets as budgets
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+COST_METRIC = "UnblendedCost"
 # (type, percent): actual 80 % and 100 %, forecasted 80 %.
 NOTIFICATIONS = (("ACTUAL", 80), ("ACTUAL", 100), ("FORECASTED", 80))
+
+
+def service_filter(services: Sequence[str]) -> budgets.CfnBudget.ExpressionProperty:
+    """The model budget's filter: SERVICE equals any of the billing service strings.
+
+    FilterExpression, not CostFilters: CloudFormation's AWS::Budgets::Budget BudgetData
+    documents FilterExpression (an Expression, as in the Budgets API) beside the older
+    CostFilters map, and aws-cdk-lib 2.275's CfnBudget.BudgetDataProperty types it
+    (filter_expression, metrics). The two cannot be combined on one budget; the expression
+    is the form the Budgets API describes today, and `chatguard billing-services` reads
+    both forms back from a deployed budget.
+    """
+    return budgets.CfnBudget.ExpressionProperty(
+        dimensions=budgets.CfnBudget.ExpressionDimensionValuesProperty(
+            key="SERVICE", values=list(services), match_options=["EQUALS"]
+        )
+    )
 
 
 class SpendBudgets(Construct):
@@ -38,7 +56,7 @@ class SpendBudgets(Construct):
             self.model_budget_name,
             model_budget_usd,
             topic,
-            {"Service": list(billing_services)},
+            service_filter(billing_services),
         )
         self.account = self._budget(
             "Account", f"{name_prefix}-account-monthly", account_budget_usd, topic, None
@@ -50,7 +68,7 @@ class SpendBudgets(Construct):
         name: str,
         amount: Decimal,
         topic: sns.ITopic,
-        cost_filters: dict[str, list[str]] | None,
+        filter_expression: budgets.CfnBudget.ExpressionProperty | None,
     ) -> budgets.CfnBudget:
         return budgets.CfnBudget(
             self,
@@ -60,7 +78,10 @@ class SpendBudgets(Construct):
                 budget_type="COST",
                 time_unit="MONTHLY",
                 budget_limit=budgets.CfnBudget.SpendProperty(amount=float(amount), unit="USD"),
-                cost_filters=cost_filters,
+                filter_expression=filter_expression,
+                # FilterExpression budgets name the cost metric they sum (the console's
+                # default); CostFilters budgets implied it.
+                metrics=[COST_METRIC],
             ),
             notifications_with_subscribers=[
                 budgets.CfnBudget.NotificationWithSubscribersProperty(

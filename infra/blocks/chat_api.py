@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
@@ -56,6 +56,7 @@ class ChatApi(Construct):
         throttle_rate: int,
         throttle_burst: int,
         integration_timeout: Duration,
+        cross_origin: bool,
         log_retention: logs.RetentionDays,
         topic: sns.ITopic,
     ) -> None:
@@ -66,6 +67,9 @@ class ChatApi(Construct):
         self.api = apigw.RestApi(
             self,
             "Api",
+            # Named after the stack: the 5XX alarm filters on ApiName, so a generic name would
+            # let any other API of that name in the account and Region feed it.
+            rest_api_name=Stack.of(self).stack_name,
             description="chatguard chat API behind CloudFront",
             endpoint_types=[apigw.EndpointType.REGIONAL],
             cloud_watch_role=True,
@@ -94,6 +98,8 @@ class ChatApi(Construct):
             )
         )
         self.method = self._chat_method(state_machine, integration_timeout)
+        if cross_origin:
+            self._preflight()
         self.server_errors = alarm(
             self,
             "Api5xx",
@@ -154,6 +160,23 @@ class ChatApi(Construct):
             request_validator=validator,
             request_models={JSON: model},
             method_responses=responses,
+        )
+
+    def _preflight(self) -> None:
+        """OPTIONS /chat answers 204 by itself (a mock integration): a CORS preflight never
+        starts an execution. Which origin may read the answers is CloudFront's CORS
+        configuration (site_distribution.py); this only makes the preflight succeed."""
+        chat = self.api.root.get_resource("chat")
+        assert chat is not None
+        chat.add_method(
+            "OPTIONS",
+            apigw.MockIntegration(
+                passthrough_behavior=apigw.PassthroughBehavior.NEVER,
+                request_templates={JSON: json.dumps({"statusCode": 204})},
+                integration_responses=[apigw.IntegrationResponse(status_code="204")],
+            ),
+            authorization_type=apigw.AuthorizationType.NONE,
+            method_responses=[apigw.MethodResponse(status_code="204")],
         )
 
     def _gateway_responses(self) -> None:

@@ -14,10 +14,16 @@ from aws_cdk import aws_wafv2 as wafv2
 from constructs import Construct
 
 from infra.config import EdgeConfig
+from steps.lib.edge_blocks import BLOCK_STATUS, RATE_BLOCKED, SIZE_BLOCKED, body_text
 
 CHAT_PREFIX = "/chat"
 RATE_RULE = "ChatRateLimit"
 SIZE_RULE = "ChatBodyTooLarge"
+# Custom response bodies: a blocked /chat request gets JSON the widget understands, not
+# CloudFront's HTML 403 page (keys are what each rule's block action refers to).
+RATE_BODY_KEY = "chat-rate-blocked"
+SIZE_BODY_KEY = "chat-size-blocked"
+RESPONSE_BODIES = {RATE_BODY_KEY: RATE_BLOCKED, SIZE_BODY_KEY: SIZE_BLOCKED}
 MANAGED_GROUPS = (
     "AWSManagedRulesCommonRuleSet",
     "AWSManagedRulesKnownBadInputsRuleSet",
@@ -28,6 +34,16 @@ MANAGED_GROUPS = (
 def _visibility(metric: str) -> wafv2.CfnWebACL.VisibilityConfigProperty:
     return wafv2.CfnWebACL.VisibilityConfigProperty(
         cloud_watch_metrics_enabled=True, metric_name=metric, sampled_requests_enabled=True
+    )
+
+
+def _block_with(body_key: str) -> wafv2.CfnWebACL.RuleActionProperty:
+    return wafv2.CfnWebACL.RuleActionProperty(
+        block=wafv2.CfnWebACL.BlockActionProperty(
+            custom_response=wafv2.CfnWebACL.CustomResponseProperty(
+                response_code=BLOCK_STATUS, custom_response_body_key=body_key
+            )
+        )
     )
 
 
@@ -70,6 +86,12 @@ class EdgeFirewall(Construct):
             default_action=wafv2.CfnWebACL.DefaultActionProperty(allow={}),
             visibility_config=_visibility(name),
             rules=rules,
+            custom_response_bodies={
+                key: wafv2.CfnWebACL.CustomResponseBodyProperty(
+                    content_type="APPLICATION_JSON", content=body_text(body)
+                )
+                for key, body in RESPONSE_BODIES.items()
+            },
         )
 
     @staticmethod
@@ -90,7 +112,7 @@ class EdgeFirewall(Construct):
         return wafv2.CfnWebACL.RuleProperty(
             name=SIZE_RULE,
             priority=0,
-            action=wafv2.CfnWebACL.RuleActionProperty(block={}),
+            action=_block_with(SIZE_BODY_KEY),
             statement=wafv2.CfnWebACL.StatementProperty(
                 and_statement=wafv2.CfnWebACL.AndStatementProperty(
                     statements=[_chat_path(), too_big]
@@ -104,7 +126,7 @@ class EdgeFirewall(Construct):
         return wafv2.CfnWebACL.RuleProperty(
             name=RATE_RULE,
             priority=1,
-            action=wafv2.CfnWebACL.RuleActionProperty(block={}),
+            action=_block_with(RATE_BODY_KEY),
             statement=wafv2.CfnWebACL.StatementProperty(
                 rate_based_statement=wafv2.CfnWebACL.RateBasedStatementProperty(
                     limit=edge.waf_rate_limit,

@@ -21,6 +21,7 @@ from constructs import Construct
 
 from infra import nag
 from infra.vtl import ORIGIN_HEADER, VIEWER_ADDRESS
+from local.cors import PREFLIGHT_MAX_AGE_SECONDS
 
 CHAT_PATH = "/chat*"
 CONTENT_SECURITY_POLICY = (
@@ -40,6 +41,8 @@ class SiteDistribution(Construct):
         construct_id: str,
         *,
         api: apigw.RestApi,
+        name_prefix: str,
+        site_origins: tuple[str, ...],
         origin_secret: str,
         web_acl_arn: str,
         origin_timeout: Duration,
@@ -47,6 +50,10 @@ class SiteDistribution(Construct):
         demo_page: Path,
     ) -> None:
         super().__init__(scope, construct_id)
+        # CloudFront policies and origin access controls are named per account, not per
+        # Region: the prefix (stack and Region) lets a second copy deploy in another Region.
+        self.name_prefix = name_prefix
+        self.site_origins = site_origins
         self.bucket = s3.Bucket(
             self,
             "Assets",
@@ -68,7 +75,15 @@ class SiteDistribution(Construct):
             http_version=cloudfront.HttpVersion.HTTP2_AND_3,
             price_class=cloudfront.PriceClass.PRICE_CLASS_100,
             default_behavior=cloudfront.BehaviorOptions(
-                origin=origins.S3BucketOrigin.with_origin_access_control(self.bucket),
+                origin=origins.S3BucketOrigin.with_origin_access_control(
+                    self.bucket,
+                    origin_access_control=cloudfront.S3OriginAccessControl(
+                        self,
+                        "AssetsAccess",
+                        origin_access_control_name=f"{name_prefix}-assets",
+                        description="chatguard: CloudFront reads the widget bucket",
+                    ),
+                ),
                 viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
                 cache_policy=cloudfront.CachePolicy.CACHING_OPTIMIZED,
                 response_headers_policy=security,
@@ -109,6 +124,7 @@ class SiteDistribution(Construct):
         forwarded = cloudfront.OriginRequestPolicy(
             self,
             "ChatOriginRequest",
+            origin_request_policy_name=f"{self.name_prefix}-chat-origin-request",
             comment="chatguard /chat: viewer address and content type only (never Host)",
             header_behavior=cloudfront.OriginRequestHeaderBehavior.allow_list(
                 VIEWER_ADDRESS, "Content-Type"
@@ -122,12 +138,14 @@ class SiteDistribution(Construct):
             allowed_methods=cloudfront.AllowedMethods.ALLOW_ALL,
             cache_policy=cloudfront.CachePolicy.CACHING_DISABLED,
             origin_request_policy=forwarded,
-            response_headers_policy=self._security_headers("ChatSecurityHeaders", no_store=True),
+            response_headers_policy=self._security_headers(
+                "ChatSecurityHeaders", no_store=True, cors_origins=self.site_origins
+            ),
             compress=False,
         )
 
     def _security_headers(
-        self, construct_id: str, *, no_store: bool
+        self, construct_id: str, *, no_store: bool, cors_origins: tuple[str, ...] = ()
     ) -> cloudfront.ResponseHeadersPolicy:
         custom = (
             cloudfront.ResponseCustomHeadersBehavior(
@@ -143,6 +161,7 @@ class SiteDistribution(Construct):
         return cloudfront.ResponseHeadersPolicy(
             self,
             construct_id,
+            response_headers_policy_name=f"{self.name_prefix}-{construct_id}",
             comment="chatguard security headers" + (" (chat: no-store)" if no_store else ""),
             security_headers_behavior=cloudfront.ResponseSecurityHeadersBehavior(
                 content_security_policy=cloudfront.ResponseHeadersContentSecurityPolicy(
@@ -163,6 +182,7 @@ class SiteDistribution(Construct):
                 ),
             ),
             custom_headers_behavior=custom,
+            cors_behavior=_cors(cors_origins),
         )
 
     def _deploy_assets(self, widget_dir: Path, demo_page: Path) -> None:
@@ -188,3 +208,19 @@ class SiteDistribution(Construct):
         for child in Stack.of(self).node.children:
             if child.node.id.startswith("Custom::CDKBucketDeployment"):
                 nag.suppress_cdk_helper(child)
+
+
+def _cors(origins: tuple[str, ...]) -> cloudfront.ResponseHeadersCorsBehavior | None:
+    """The /chat allow-list (cdk.json site_origins), applied by CloudFront: it answers
+    Access-Control-Allow-Origin only when the request's Origin is one of them, never "*",
+    never with credentials. Empty: no CORS headers at all (same-origin only)."""
+    if not origins:
+        return None
+    return cloudfront.ResponseHeadersCorsBehavior(
+        access_control_allow_origins=list(origins),
+        access_control_allow_methods=["POST", "OPTIONS"],
+        access_control_allow_headers=["Content-Type"],
+        access_control_allow_credentials=False,
+        access_control_max_age=Duration.seconds(PREFLIGHT_MAX_AGE_SECONDS),
+        origin_override=True,
+    )

@@ -11,7 +11,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra import nag
+from infra import index_check, nag
 from infra import permissions as allow
 from infra.blocks.alert_topic import AlertTopic
 from infra.blocks.budgets import SpendBudgets
@@ -26,7 +26,6 @@ from infra.blocks.workflow import ChatWorkflow
 from infra.bundling import GATE_ASSET, RETRIEVAL_ASSET, index_embedder, step_code
 from infra.config import RETENTION_DAYS, DeployConfig
 from infra.step_wiring import STEP_SETTINGS
-from steps.lib.knowledge import bedrock_embedder_id
 from steps.lib.settings import PROJECT_ROOT, Settings
 from steps.lib.stages import STAGES, Stage
 
@@ -44,9 +43,13 @@ class ChatStack(Stack):
         env: Environment,
         web_acl_arn: str,
         read_nonce: str,
+        stand_in_index: bool = False,
     ) -> None:
         super().__init__(scope, construct_id, env=env, cross_region_references=True)
         s, ops, edge = config.settings, config.ops, config.edge
+        # Names unique per account (budgets, CloudFront policies): stack and Region, so a
+        # second copy can deploy in another Region of the same account.
+        account_unique = f"{self.stack_name}-{self.region}"
         self.retention = getattr(logs.RetentionDays, RETENTION_DAYS[ops.log_retention_days])
         self.alerts = AlertTopic(self, "Alerts", emails=ops.alert_emails, allow_budgets=True)
         self.ledger = LedgerTable(
@@ -72,14 +75,14 @@ class ChatStack(Stack):
             guardrail_version=self.guardrail.version.attr_version,
             guardrail_policy_count=self.guardrail.policy_count,
         )
-        self._check_index(runtime)
+        self._check_index(runtime, stand_in_index)
         self.steps = self._steps(runtime, config)
         self.workflow = ChatWorkflow(
             self,
             "Workflow",
             functions={state: step.function for state, step in self.steps.items()},
-            # No longer than API Gateway waits, so a TIMED_OUT execution maps to its 503.
-            timeout=Duration.seconds(edge.integration_timeout_seconds),
+            # Shorter than API Gateway waits, so a TIMED_OUT execution maps to its 503.
+            timeout=Duration.seconds(edge.workflow_timeout_seconds),
             log_retention=self.retention,
             topic=self.alerts.topic,
         )
@@ -90,6 +93,7 @@ class ChatStack(Stack):
             throttle_rate=edge.api_throttle_rate,
             throttle_burst=edge.api_throttle_burst,
             integration_timeout=Duration.seconds(edge.integration_timeout_seconds),
+            cross_origin=bool(edge.site_origins),
             log_retention=self.retention,
             topic=self.alerts.topic,
         )
@@ -97,6 +101,8 @@ class ChatStack(Stack):
             self,
             "Site",
             api=self.api.api,
+            name_prefix=account_unique,
+            site_origins=edge.site_origins,
             origin_secret=self.secrets.exposed_value,
             web_acl_arn=web_acl_arn,
             origin_timeout=Duration.seconds(edge.origin_timeout_seconds),
@@ -106,7 +112,7 @@ class ChatStack(Stack):
         self.budgets = SpendBudgets(
             self,
             "Budgets",
-            name_prefix=self.stack_name,
+            name_prefix=account_unique,
             model_budget_usd=ops.budget_usd,
             account_budget_usd=ops.account_budget_usd,
             billing_services=ops.billing_services,
@@ -177,23 +183,19 @@ class ChatStack(Stack):
         )
         return steps
 
-    def _check_index(self, runtime: Settings) -> None:
-        """Warn when the bundled index was embedded by another model than Retrieve will use.
-
-        A mismatch deploys fine but every Retrieve fails closed (KnowledgeError), so it is
-        said at synth time. The offline sample index (hashing embedder) triggers it on purpose.
-        """
-        if runtime.model_backend != "bedrock":
-            return
-        wanted = bedrock_embedder_id(runtime.embedding_model_id, runtime.embedding_dimensions)
-        built = index_embedder()
-        if built != wanted:
-            Annotations.of(self).add_warning_v2(
-                "chatguard:index-embedder",
-                f"build/knowledge was embedded with {built!r}, but Retrieve embeds queries with "
-                f"{wanted!r}: run `chatguard index SITE --out build/knowledge --embedder titan` "
-                "before deploying, or every chat message fails closed.",
-            )
+    def _check_index(self, runtime: Settings, stand_in_allowed: bool) -> None:
+        """Stop synthesis when the bundled index was embedded by another model than Retrieve
+        uses (every message would fail closed); a stand-in allowed on purpose is a warning."""
+        warning = index_check.check(
+            index_embedder(),
+            wanted=index_check.wanted_embedder(
+                runtime.model_backend, runtime.embedding_model_id, runtime.embedding_dimensions
+            ),
+            dimensions=runtime.embedding_dimensions,
+            stand_in_allowed=stand_in_allowed,
+        )
+        if warning:
+            Annotations.of(self).add_warning_v2("chatguard:index-embedder", warning)
 
     def _outputs(self) -> None:
         CfnOutput(self, "SiteUrl", value=f"https://{self.site.distribution.domain_name}")

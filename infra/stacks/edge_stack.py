@@ -13,10 +13,18 @@ from infra.config import DeployConfig
 
 class EdgeStack(Stack):
     def __init__(
-        self, scope: Construct, construct_id: str, *, config: DeployConfig, env: Environment
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        stack_name: str,
+        config: DeployConfig,
+        env: Environment,
     ) -> None:
         # cross_region_references: the chat stack (another Region) uses the web ACL's ARN.
-        super().__init__(scope, construct_id, env=env, cross_region_references=True)
+        super().__init__(
+            scope, construct_id, stack_name=stack_name, env=env, cross_region_references=True
+        )
         firewall = EdgeFirewall(
             self,
             "Firewall",

@@ -34,7 +34,9 @@ STAGES: tuple[Stage, ...] = (
     Stage("S2", "Quota", "steps.quota", False, 5, 256),
     Stage("S3", "CostGate", "steps.cost_gate", False, 5, 256),
     Stage("S4", "Retrieve", "steps.retrieve", True, 10, 512),
-    Stage("S5", "Invoke", "steps.invoke", False, 28, 256),
+    # Bedrock: 2 s to connect + 20 s to read, plus guardrail and signing; under the
+    # workflow's 28 s (infra/config.py orders step < workflow < API integration).
+    Stage("S5", "Invoke", "steps.invoke", False, 25, 256),
     Stage("S6", "Reconcile", "steps.reconcile", False, 5, 256),
     Stage("S7", "Degraded", "steps.degraded", True, 5, 512),
 )

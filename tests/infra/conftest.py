@@ -18,6 +18,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 CHAT_REGION = "eu-west-1"
 ALERT_EMAIL = "ops@example.com"
 INVOKE_CONCURRENCY = 5
+SITE_ORIGINS = ("https://www.example.com", "https://blog.example.org")
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class Synth:
 
 def deploy_context() -> dict[str, Any]:
     from infra.application import READ_NONCE_KEY
+    from infra.index_check import STAND_IN_CONTEXT
     from steps.lib.settings import cdk_context
 
     ctx = copy.deepcopy(cdk_context())
@@ -53,7 +55,10 @@ def deploy_context() -> dict[str, Any]:
         alert_emails=[ALERT_EMAIL],
         reserved_concurrency={"Invoke": INVOKE_CONCURRENCY},
     )
+    ctx["chatguard/edge"]["site_origins"] = list(SITE_ORIGINS)
     ctx[READ_NONCE_KEY] = "test-nonce"
+    # The offline sample index (hashing embedder) is bundled on purpose: said explicitly.
+    ctx[STAND_IN_CONTEXT] = True
     return ctx
 
 

@@ -17,7 +17,10 @@ CACHING_DISABLED = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"
 
 
 def _method(synth):
-    (method,) = synth.resources("AWS::ApiGateway::Method").values()
+    (method,) = [
+        m for m in synth.resources("AWS::ApiGateway::Method").values()
+        if m["Properties"]["HttpMethod"] == "POST"
+    ]  # fmt: skip
     return method["Properties"]
 
 

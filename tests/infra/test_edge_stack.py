@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 from aws_cdk.assertions import Match
@@ -23,6 +24,25 @@ def _chat_path_match() -> dict:
     }
 
 
+def _json_block(key: str) -> dict:
+    return {"Block": {"CustomResponse": {"ResponseCode": 403, "CustomResponseBodyKey": key}}}
+
+
+def test_every_block_on_the_chat_route_answers_json_the_widget_knows(synth):
+    from steps.lib.edge_blocks import RATE_BLOCKED, SIZE_BLOCKED
+
+    (acl,) = synth.resources("AWS::WAFv2::WebACL", stack="edge").values()
+    props = acl["Properties"]
+    bodies = props["CustomResponseBodies"]
+    blocks = [rule["Action"]["Block"] for rule in props["Rules"] if "Block" in rule["Action"]]
+    assert len(blocks) == len(props["Rules"]) == 2  # no rule blocks with the HTML default
+    for block in blocks:
+        body = bodies[block["CustomResponse"]["CustomResponseBodyKey"]]
+        assert body["ContentType"] == "APPLICATION_JSON"
+    answers = [json.loads(b["Content"]) for b in bodies.values()]
+    assert sorted(answers, key=str) == sorted([RATE_BLOCKED, SIZE_BLOCKED], key=str)
+
+
 def test_edge_stack_lives_in_us_east_1(synth):
     assert synth.edge_stack.region == "us-east-1"
     assert synth.chat_stack.region == "eu-west-1"
@@ -40,7 +60,7 @@ def test_web_acl_rate_rule_is_scoped_to_chat_with_context_limit_and_window(synth
                     Match.object_like(
                         {
                             "Name": "ChatRateLimit",
-                            "Action": {"Block": {}},
+                            "Action": _json_block("chat-rate-blocked"),
                             "Statement": {
                                 "RateBasedStatement": {
                                     "Limit": edge["waf_rate_limit"],
@@ -72,7 +92,7 @@ def test_web_acl_blocks_chat_bodies_over_the_contract_limit_even_when_oversize(s
                     Match.object_like(
                         {
                             "Name": "ChatBodyTooLarge",
-                            "Action": {"Block": {}},
+                            "Action": _json_block("chat-size-blocked"),
                             "Statement": {
                                 "AndStatement": {
                                     "Statements": [

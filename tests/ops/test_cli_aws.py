@@ -56,11 +56,11 @@ def test_billing_services_reads_the_deployed_model_budget_by_default(aws_env, ca
     _canned_costs([[_group("Amazon Bedrock", "0.40"), _group(MARKETPLACE, "3.10")], []])
     account = aws_env.client("sts").get_caller_identity()["Account"]
     aws_env.client("budgets").create_budget(AccountId=account, Budget={
-        "BudgetName": "ChatguardChat-model-monthly", "BudgetLimit": {"Amount": "15", "Unit": "USD"},
-        "TimeUnit": "MONTHLY", "BudgetType": "COST",
+        "BudgetName": "ChatguardChat-us-east-1-model-monthly",
+        "BudgetLimit": {"Amount": "15", "Unit": "USD"}, "TimeUnit": "MONTHLY", "BudgetType": "COST",
         "CostFilters": {"Service": ["Amazon Bedrock"]}})  # fmt: skip
     code, out, _ = _run(capsys, "billing-services")
-    assert code == 1 and "budget ChatguardChat-model-monthly" in out and "WARNING" in out
+    assert code == 1 and "budget ChatguardChat-us-east-1-model-monthly" in out and "WARNING" in out
 
 
 def test_spend_and_mode_use_the_default_table_when_no_stack_is_deployed(dynamodb, capsys):

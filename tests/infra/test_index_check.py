@@ -1,0 +1,49 @@
+"""The synth-time index check: a Bedrock deployment only ships an index Retrieve can read."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.index_check import REBUILD, BuiltIndex, IndexMismatch, check, wanted_embedder
+
+TITAN = "amazon.titan-embed-text-v2:0"
+WANTED = wanted_embedder("bedrock", TITAN, 1024)
+
+
+def test_the_matching_titan_index_passes() -> None:
+    assert f"bedrock:{TITAN}:1024" == WANTED
+    assert (
+        check(BuiltIndex(WANTED, 1024), wanted=WANTED, dimensions=1024, stand_in_allowed=False)
+        is None
+    )
+
+
+@pytest.mark.parametrize(
+    "built",
+    [
+        BuiltIndex("hashing-v1", 1024),  # the offline sample index
+        BuiltIndex(f"bedrock:{TITAN}:512", 512),  # Titan, other dimensions
+        BuiltIndex(f"bedrock:{TITAN}:1024", 512),  # id and matrix disagree
+        BuiltIndex("bedrock:cohere.embed-english-v3:1024", 1024),  # another model
+    ],
+)
+def test_any_other_index_is_refused_with_the_command_to_rebuild(built: BuiltIndex) -> None:
+    with pytest.raises(IndexMismatch) as refused:
+        check(built, wanted=WANTED, dimensions=1024, stand_in_allowed=False)
+    message = str(refused.value)
+    assert "\n" not in message and built.embedder in message and REBUILD in message
+
+
+def test_a_stand_in_said_explicitly_is_a_warning_not_a_pass() -> None:
+    warning = check(
+        BuiltIndex("hashing-v1", 1024), wanted=WANTED, dimensions=1024, stand_in_allowed=True
+    )
+    assert warning and "hashing-v1" in warning and "not deployable" in warning
+
+
+def test_the_offline_backend_embeds_with_whatever_built_the_index() -> None:
+    assert wanted_embedder("offline", TITAN, 1024) is None
+    assert (
+        check(BuiltIndex("hashing-v1", 1024), wanted=None, dimensions=1024, stand_in_allowed=False)
+        is None
+    )
