@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from steps.lib import observability
+from steps.lib import init_phase, observability
 from steps.lib.plaintext import markdown_to_text
 from steps.lib.settings import settings
+
+init_phase.at_init(init_phase.degraded_index)  # INIT phase on Lambda; no-op elsewhere
 
 FRAMING = "Reduced service: here is the closest section of this site."
 NOTHING = (

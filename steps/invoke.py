@@ -7,8 +7,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from steps.lib import models, observability, prompt, secrets, signing
+from steps.lib import clients, init_phase, models, observability, prompt, secrets, signing
 from steps.lib.settings import settings
+
+init_phase.at_init(clients.ssm, clients.bedrock_runtime)  # INIT phase on Lambda; no-op elsewhere
 
 
 @observability.instrumented("Invoke")

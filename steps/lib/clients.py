@@ -1,8 +1,10 @@
-"""Lazily created, per-container boto3 clients with explicit timeouts.
+"""Per-container boto3 clients with explicit timeouts, built once.
 
-Nothing is created at import time (a cold start only pays for the clients it uses), and each
-client is built once per container. Converse gets NO retries: a retried model call can be
-billed twice, and the reservation covers exactly one call.
+On Lambda each handler module builds the clients it uses at import, in the INIT phase
+(``init_phase.at_init``); elsewhere they are built on first use, once a test or the local
+runtime has chosen its endpoint. Handlers always reach a client through this module's
+functions, which is the seam tests patch. Converse gets NO retries: a
+retried model call can be billed twice, and the reservation covers exactly one call.
 """
 
 from __future__ import annotations
