@@ -10,7 +10,14 @@ from steps.lib import init_phase, observability
 from steps.lib.plaintext import markdown_to_text
 from steps.lib.settings import settings
 
-init_phase.at_init(init_phase.degraded_index)  # INIT phase on Lambda; no-op elsewhere
+
+def _load_index() -> None:
+    from steps.lib import knowledge
+
+    knowledge.load_knowledge(settings().knowledge_dir)
+
+
+init_phase.at_init(_load_index)  # INIT phase on Lambda (the index in memory); no-op elsewhere
 
 FRAMING = "Reduced service: here is the closest section of this site."
 NOTHING = (

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from steps.lib import init_phase, models, observability
+from steps.lib import init_phase, models, observability, preload
 from steps.lib.settings import settings
 
-init_phase.at_init(init_phase.retrieval_index)  # INIT phase on Lambda; no-op elsewhere
+init_phase.at_init(preload.retrieval_index)  # INIT phase on Lambda; no-op elsewhere
 
 TOP_MATCHES = 5  # matches added after the current page's chunks (the article's top five)
 

@@ -77,7 +77,7 @@ class ChatStack(Stack):
         self.workflow = ChatWorkflow(
             self,
             "Workflow",
-            functions={state: step.function for state, step in self.steps.items()},
+            functions={state: step.target for state, step in self.steps.items()},
             # No longer than API Gateway waits, so a TIMED_OUT execution maps to its 503.
             timeout=Duration.seconds(edge.integration_timeout_seconds),
             log_retention=self.retention,
@@ -162,6 +162,7 @@ class ChatStack(Stack):
                 log_retention=self.retention,
                 reserved_concurrency=config.ops.reserved_concurrency.get(stage.state),
                 topic=self.alerts.topic,
+                snap_start=config.ops.snap_start,
             )
             for stage in STAGES
         }

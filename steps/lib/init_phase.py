@@ -4,8 +4,8 @@ Lambda runs a handler module's top level before the first invocation, under INIT
 10-second limit rather than the function timeout, so a cold invocation's clock starts
 with the clients built, Powertools and the X-Ray patch loaded and (S4, S7) the index in
 memory. Off Lambda (tests, the local runtime) nothing runs here: those choose endpoints,
-settings and the index after importing the handlers, and everything is built on first
-use exactly as before.
+settings and the index after importing the handlers, and everything is built on first use
+exactly as before.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from .settings import settings
 from .telemetry import SERVICE, on_lambda
 
 
@@ -30,18 +29,3 @@ def at_init(*work: Callable[[], object]) -> None:
             piece()
         except Exception:
             logging.getLogger(SERVICE).debug("deferred to the first invocation", exc_info=True)
-
-
-def retrieval_index() -> None:
-    """S4's index, loaded and checked against the query embedder as its handler will ask."""
-    from . import knowledge, models
-
-    s = settings()
-    knowledge.load_knowledge(s.knowledge_dir, embedder=models.query_embedder(s).id)
-
-
-def degraded_index() -> None:
-    """S7's index (no embedder check: the degraded answer is lexical)."""
-    from . import knowledge
-
-    knowledge.load_knowledge(settings().knowledge_dir)

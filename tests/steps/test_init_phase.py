@@ -115,3 +115,20 @@ def test_offline_import_builds_nothing_so_tests_choose_their_clients():
         check=True, timeout=120,
     )  # fmt: skip
     assert out.stdout.split() == ["0", "0", "0"]
+
+
+@pytest.mark.parametrize("module", ["steps.retrieve", "steps.degraded"])
+def test_on_lambda_the_retrieval_steps_load_the_index_at_import(module):
+    code = (
+        f"import sys, {module}; loaded = 'steps.lib.knowledge' in sys.modules; "
+        "print(loaded and sys.modules['steps.lib.knowledge'].load_knowledge.cache_info().currsize)"
+    )
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "CHATGUARD_"))}
+    # The offline backend, so S4's embedder matches the index `make index` built.
+    on_lambda = {**base, **LAMBDA_ENV, "CHATGUARD_MODEL_BACKEND": "offline"}
+    for env, expected in ((on_lambda, "1"), (base, "False")):
+        out = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+            check=True, timeout=120,
+        )  # fmt: skip
+        assert out.stdout.strip().splitlines()[-1] == expected
