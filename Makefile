@@ -9,12 +9,12 @@ HOST ?= 127.0.0.1
 PORT ?= 8787
 PYTEST_ARGS ?=
 
-.PHONY: help venv index run test lint typecheck browser synth deploy bench bench-retrieval bench-pipeline clean
+.PHONY: help venv index run test lint typecheck browser synth deploy bench bench-retrieval bench-pipeline bench-cold bench-flood clean
 
 help:
 	@echo "make run    - set up, build the sample index, serve chat offline on $(HOST):$(PORT)"
 	@echo "make test   - set up (venv, index, Chromium) and run every test"
-	@echo "make index | synth | deploy | lint | bench-retrieval | bench-pipeline | clean"
+	@echo "make index | synth | deploy | lint | bench-retrieval | bench-pipeline | bench-cold | bench-flood | clean"
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -64,13 +64,22 @@ synth: $(STAMP) $(KNOWLEDGE) $(CDK)
 deploy: synth
 	$(CDK_ENV) $(CDK) deploy --all --app cdk.out --no-notices $(CDK_ARGS)
 
-bench: bench-retrieval bench-pipeline
+bench: bench-retrieval bench-pipeline bench-cold bench-flood
 
 bench-retrieval: $(STAMP) $(KNOWLEDGE)
 	$(BIN)/python -m tests.bench.retrieval
 
 bench-pipeline: $(STAMP) $(KNOWLEDGE)
 	$(BIN)/python -m tests.bench.pipeline
+
+# Each step's import and first-invocation CPU in a fresh interpreter, with and without
+# bytecode, and the modelled cold first message (docs/benchmarks.md, "Cold path").
+bench-cold: $(STAMP) $(KNOWLEDGE)
+	$(BIN)/python -m tests.bench.cold
+
+# Discrete-event simulation of the ledger's day item under a flood (docs/scaling.md).
+bench-flood: $(STAMP)
+	$(BIN)/python -m tests.bench.flood
 
 clean:
 	rm -rf build cdk.out test-output .pytest_cache
