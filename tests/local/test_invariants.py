@@ -139,7 +139,10 @@ def test_self_resetting_a_new_day_is_a_new_item_with_no_job(
     monkeypatch.setattr(time, "time", lambda: tomorrow)
     outcome = runtime.send(QUESTION, ip=VISITOR)
     assert outcome.status == 200 and "limited" not in outcome.body
-    new_days = {sk for (pk, sk) in set(items_by_key(runtime)) - yesterday if pk == "GLOBAL"}
-    assert len(new_days) == 1  # tomorrow's GLOBAL item, starting from zero
+    new = set(items_by_key(runtime)) - yesterday
+    # Tomorrow's day item, starting from zero (and a month item too when tomorrow starts a
+    # month: counted apart, so the test does not depend on today's date).
+    new_days = {sk for (pk, sk) in new if pk == "GLOBAL" and not sk.startswith("MONTH#")}
+    assert len(new_days) == 1
     definition = loader.definition({p: "arn:x" for p in loader.placeholders()})
     assert not any(s["Type"] in ("Wait", "Map", "Parallel") for s in definition["States"].values())
