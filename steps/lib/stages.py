@@ -30,7 +30,7 @@ class Stage:
 
 
 # Memory and timeouts come from `make bench-cold` (docs/benchmarks.md, "Cold path"): a cold
-# step is CPU-bound (0.25 s of CPU with bytecode, 0.55-0.75 s without) and Lambda's CPU
+# step is CPU-bound (0.2-0.3 s of CPU with bytecode, 0.4-0.7 s without) and Lambda's CPU
 # share grows with memory up to one vCPU at 1,769 MB. The gate steps and S4 get that vCPU:
 # warm they run for milliseconds, so the extra memory costs cents. S5 waits seconds on
 # Bedrock while warm, and memory is billed for the wait, so it gets 1,024 MB. Timeouts

@@ -372,6 +372,7 @@ def render(cpu_by_mode: dict[str, dict[str, dict[str, float]]], start_cpu: float
             f"| {limit} | {limit / cs:.1f}x | {limit / cb:.1f}x |"
         )
     at_256 = {s.state: 256 for s in STAGES}
+    full = {s.state: VCPU_MB for s in STAGES}
     invoke_left = timeouts["Invoke"] - cold_step(source["Invoke"], "Invoke", configured["Invoke"])
     lines += [
         "",
@@ -384,7 +385,11 @@ def render(cpu_by_mode: dict[str, dict[str, dict[str, float]]], start_cpu: float
         f"Cold first message at the configured memory: **{cold_message(with_pyc, configured):.2f}"
         f" s** with bytecode, {cold_message(source, configured):.2f} s from source (goal "
         f"<= 2.5 s). At 256 MB everywhere: {cold_message(with_pyc, at_256):.2f} s with "
-        f"bytecode, {cold_message(source, at_256):.2f} s from source.",
+        f"bytecode, {cold_message(source, at_256):.2f} s from source. At one vCPU for every "
+        f"step the model's floor is {cold_message(with_pyc, full):.2f} s with bytecode, of "
+        f"which {len(ANSWERED) * START_S:.2f} s is the assumed runtime starts and "
+        f"{answered_transitions() * TRANSITION_S:.2f} s the transitions: the goal needs "
+        "bytecode and a faster runtime start than assumed, or SnapStart.",
         "",
         "**Lambda cost of the six answered steps, per month** (30 days; arm64 us-east-1: "
         f"${GB_SECOND_USD:.10f} per GB-second, $0.20 per million requests, "
