@@ -75,30 +75,22 @@ WARM_CALLS = {"OriginVerify": 0, "Quota": 1, "CostGate": 1, "Retrieve": 0, "Invo
               "Reconcile": 1, "Degraded": 0}  # fmt: skip
 # Bedrock time inside S4 and S5 (embedding, Converse), assumed for the cost table only.
 BEDROCK_WAIT_S = {"Retrieve": 0.15, "Invoke": 2.5}
-ORIGIN = "origin-secret-for-the-cold-bench-0123"
+EVENTS_DIR = ROOT / "tests" / "events"
+TYPICAL_USAGE = {"inputTokens": 2500, "outputTokens": 250}
+
+
+def step_event(stage: Stage) -> dict[str, Any]:
+    """The step's sample event from tests/events (kept in step with the handlers)."""
+    name = stage.module.rsplit(".", 1)[-1]
+    event: dict[str, Any] = json.loads((EVENTS_DIR / f"{name}.json").read_text("utf-8"))
+    return event
+
+
 SECRETS = {
-    "/chatguard/origin-secret": ORIGIN,
+    "/chatguard/origin-secret": step_event(STAGES[0])["originVerify"],
     "/chatguard/visitor-salt": "visitor-salt-for-the-cold-bench-0123",
     "/chatguard/signing-key": "signing-key-for-the-cold-bench-01234",
 }
-REQUEST = {"message": "How does the WAF rate rule count requests?", "history": [],
-           "page": "/posts/waf-rate-limiting"}  # fmt: skip
-RESERVATION = {"id": "r-cold", "reservedMicros": 10381, "day": "2026-11-29", "month": "2026-11",
-               "visitor": "5d1c0b7a9e3f2468"}  # fmt: skip
-TYPICAL_USAGE = {"inputTokens": 2500, "outputTokens": 250}
-USAGE = {"inputTokens": 900, "outputTokens": 40, "cacheReadInputTokens": 0,
-         "cacheWriteInputTokens": 0}  # fmt: skip
-EVENTS: dict[str, dict[str, Any]] = {
-    "OriginVerify": {"originVerify": ORIGIN, "body": REQUEST},
-    "Quota": {"viewerAddress": "203.0.113.7:51234"},
-    "CostGate": {"visitor": RESERVATION["visitor"], "day": RESERVATION["day"]},
-    "Retrieve": {"request": REQUEST},
-    "Invoke": {"request": REQUEST, "grounding": [{"page": "/posts/waf-rate-limiting",
-               "heading": "Windows", "text": "A rate-based rule counts requests per IP."}]},
-    "Reconcile": {"reservation": RESERVATION, "usage": USAGE, "embeddingTokens": 12,
-                  "guardrailTextUnits": 0},
-    "Degraded": {"request": REQUEST, "reason": "ceiling"},
-}  # fmt: skip
 
 
 class StandIn(BaseHTTPRequestHandler):
@@ -209,7 +201,7 @@ def probe(root: Path, stage: Stage, ports: tuple[int, int]) -> dict[str, Any]:
         "_X_AMZN_TRACE_ID": "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;"
         "Sampled=1",
     }
-    event = {"requestId": "r-cold", **EVENTS[stage.state]}
+    event = step_event(stage)
     out = subprocess.run(
         [sys.executable, "-I", "-S", "-B", str(PROBE), str(root), stage.module, json.dumps(event)],
         env=env, capture_output=True, text=True, timeout=300, check=False,
