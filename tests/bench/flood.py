@@ -89,6 +89,7 @@ class Partition:
 
     ceiling: int
     total: int = 0  # what the ledger holds: reserved + settled
+    peak: int = 0  # the most it ever held (must never pass the ceiling)
     tokens: float = PARTITION_WCU
     refilled_at: float = 0.0
     busy_until: float = 0.0
@@ -181,10 +182,12 @@ class Simulation:
             self.out.counts["degraded"] += 1
             return
         part.total += self.reserve
+        part.peak = max(part.peak, part.total)
         self.answer(now, part)
 
     def naive_add(self, now: float, part: Partition) -> None:
         part.total += self.reserve
+        part.peak = max(part.peak, part.total)
         self.answer(now, part)
 
     def answer(self, now: float, part: Partition) -> None:
@@ -259,6 +262,7 @@ def simulate(
         "failed_share": failed / n,
         "overshoot": max(0, out.spent - ceiling),
         "under_counted": max(0, out.spent - ledger_total),  # the ledger must cover the bill
+        "held_over": max(0, max(p.peak - p.ceiling for p in sim.partitions)),
         "lost_settles": out.lost_settles,
         "stranded": out.stranded,
         "writes_per_s": out.writes / ARRIVAL_SECONDS,
@@ -301,14 +305,15 @@ def render(results: list[tuple[str, list[dict[str, Any]]]], seconds: float) -> s
             f"**{title}**",
             "",
             "| policy | flood | answered/s | degraded | 503 | overshoot micro-USD "
-            "| lost settles (stranded micro-USD) | GLOBAL writes/s |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|",
+            "| held over ceiling | lost settles (stranded micro-USD) | GLOBAL writes/s |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for r in rows:
             lines.append(
                 f"| {r['policy']} | {r['flood']:g}x | {r['answered_per_s']:.1f} "
                 f"| {r['degraded_share']:.1%} | {r['failed_share']:.1%} | {r['overshoot']} "
-                f"| {r['lost_settles']} ({r['stranded']}) | {r['writes_per_s']:.0f} |"
+                f"| {r['held_over']} | {r['lost_settles']} ({r['stranded']}) "
+                f"| {r['writes_per_s']:.0f} |"
             )
         lines.append("")
     return "\n".join(lines).rstrip()
