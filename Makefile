@@ -10,13 +10,13 @@ PORT ?= 8787
 PYTEST_ARGS ?=
 
 .PHONY: help venv index run test test-calendar lint typecheck browser velocity synth synth-offline deploy clean
-.PHONY: bench bench-retrieval bench-pipeline bench-reserve bench-server
+.PHONY: bench bench-retrieval bench-pipeline bench-reserve bench-server bench-cold bench-flood
 
 help:
 	@echo "make run    - set up, build the sample index, serve chat offline on $(HOST):$(PORT)"
 	@echo "make test   - set up (venv, index, Chromium) and run every test"
 	@echo "make index | synth | synth-offline | deploy | lint | test-calendar | clean"
-	@echo "make bench | bench-retrieval | bench-pipeline | bench-reserve | bench-server"
+	@echo "make bench | bench-retrieval | bench-pipeline | bench-reserve | bench-server | bench-cold | bench-flood"
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -98,7 +98,7 @@ synth-offline: $(STAMP) $(KNOWLEDGE) $(CDK)
 deploy: synth
 	$(CDK_ENV) $(CDK) deploy --all --app cdk.out --no-notices $(CDK_ARGS)
 
-bench: bench-retrieval bench-pipeline bench-reserve bench-server
+bench: bench-retrieval bench-pipeline bench-reserve bench-server bench-cold bench-flood
 
 bench-retrieval: $(STAMP) $(KNOWLEDGE)
 	$(BIN)/python -m tests.bench.retrieval
@@ -111,6 +111,15 @@ bench-reserve: $(STAMP) $(KNOWLEDGE)
 
 bench-server: $(STAMP) $(KNOWLEDGE)
 	$(BIN)/python -m tests.bench.server
+
+# Each step's import and first-invocation CPU in a fresh interpreter, with and without
+# bytecode, and the modelled cold first message (docs/benchmarks.md, "Cold path").
+bench-cold: $(STAMP) $(KNOWLEDGE)
+	$(BIN)/python -m tests.bench.cold
+
+# Discrete-event simulation of the ledger's day item under a flood (docs/scaling.md).
+bench-flood: $(STAMP)
+	$(BIN)/python -m tests.bench.flood
 
 clean:
 	rm -rf build cdk.out cdk.out.offline test-output .pytest_cache

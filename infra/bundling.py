@@ -5,6 +5,16 @@ installed by ``pip --platform ... --only-binary=:all:`` (a wheel is a zip: nothi
 compiled, so no Lambda-like container is needed). The retrieval steps also get numpy and
 the knowledge artifact of ``build/knowledge`` (``make index``).
 
+Bytecode: the zip carries ``__pycache__/*.cpython-313.pyc`` for every module, compiled with
+``--invalidation-mode unchecked-hash`` (Lambda's /var/task is read-only, so a runtime that
+finds no usable .pyc recompiles the source at every cold start; a hash-based .pyc is used
+whatever timestamps the zip gives the files). A .pyc only serves the Python version that
+wrote it, so it is compiled by a CPython 3.13 interpreter: this one if it is 3.13, else
+``python3.13`` on PATH or ``CHATGUARD_LAMBDA_PYTHON``. With none of those (Debian 12 has
+3.11) the asset ships source only and synthesis says so once: 3.11 bytecode would be
+ignored by the 3.13 runtime, and changing the runtime to match the build machine would
+lose SnapStart (Python 3.12+) and the pinned cp313 wheels.
+
 The pip result is cached in ``build/lambda-deps/<key>``, keyed by the requirement set and
 target platform, so repeated synths (tests, CI) copy files instead of downloading.
 ``try_bundle`` never answers "not bundled": CDK would then fall back to Docker, and a
@@ -13,6 +23,7 @@ synth that quietly needs Docker is exactly what this module exists to prevent.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -71,8 +82,9 @@ class StepAsset:
         return hashlib.sha256(spec.encode()).hexdigest()[:20]
 
     def source_hash(self) -> str:
-        """Changes whenever anything that ends up in the zip changes."""
+        """Changes whenever anything that ends up in the zip changes (bytecode included)."""
         digest = hashlib.sha256(self.dependency_key().encode())
+        digest.update(b"bytecode" if lambda_python() else b"source-only")
         for path in _files(STEPS_DIR):
             digest.update(str(path.relative_to(ROOT)).encode())
             digest.update(path.read_bytes())
@@ -119,6 +131,45 @@ def build_asset(asset: StepAsset, out: Path) -> None:
         target.mkdir(parents=True, exist_ok=True)
         for name in KNOWLEDGE_FILES:
             shutil.copy2(_knowledge_file(name), target / name)
+    python = lambda_python()
+    if python is None:
+        _note_source_only()
+    else:
+        compile_bytecode(out, python)
+
+
+def lambda_python() -> str | None:
+    """A CPython of the runtime's version to compile with, or None (see the module doc)."""
+    return _interpreter_for(PYTHON_VERSION)
+
+
+@functools.cache
+def _interpreter_for(version: str) -> str | None:
+    if f"{sys.version_info.major}.{sys.version_info.minor}" == version:
+        return sys.executable
+    candidate = os.environ.get("CHATGUARD_LAMBDA_PYTHON") or shutil.which(f"python{version}")
+    if not candidate:
+        return None
+    code = "import sys; print(f'{sys.version_info.major}.{sys.version_info.minor}')"
+    probe = subprocess.run([candidate, "-c", code], capture_output=True, text=True, check=False)
+    return candidate if probe.stdout.strip() == version else None
+
+
+def compile_bytecode(root: Path, python: str) -> None:
+    """Write an unchecked-hash .pyc beside every module under ``root`` (``python``'s version)."""
+    command = [python, "-m", "compileall", "-q", "--invalidation-mode", "unchecked-hash"]
+    result = subprocess.run([*command, str(root)], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise BundlingError(f"compiling the Lambda bytecode failed:\n{result.stdout[-2000:]}")
+
+
+@functools.cache
+def _note_source_only() -> None:
+    print(
+        f"chatguard: no Python {PYTHON_VERSION} here, so the step bundles ship without "
+        "bytecode (set CHATGUARD_LAMBDA_PYTHON to a python3.13 to add it)",
+        file=sys.stderr,
+    )
 
 
 def ensure_dependencies(asset: StepAsset) -> Path:

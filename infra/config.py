@@ -83,6 +83,10 @@ class OpsConfig:
     hourly_spend_alarm_share: Decimal
     origin_rejected_alarm_threshold: int
     degraded_alarm_threshold: int
+    # Lambda SnapStart on every step (Python 3.12+): restores INIT from a snapshot. Off by
+    # default: its cache and restore charges would cost more than this stack's Lambdas do
+    # (docs/benchmarks.md, "Cold path").
+    snap_start: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +162,7 @@ def _ops(raw: Mapping[str, Any]) -> OpsConfig:
         hourly_spend_alarm_share=_decimal(raw, "hourly_spend_alarm_share"),
         origin_rejected_alarm_threshold=_int(raw, "origin_rejected_alarm_threshold"),
         degraded_alarm_threshold=_int(raw, "degraded_alarm_threshold"),
+        snap_start=_bool(raw, "snap_start") if "snap_start" in raw else False,
     )
     _require(ops.budget_usd > 0 and ops.account_budget_usd > 0, "budgets must be > 0")
     _require(bool(ops.billing_services), "billing_services must name at least one service")

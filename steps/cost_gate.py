@@ -12,8 +12,10 @@ import os
 import time
 from typing import Any
 
-from steps.lib import clients, ledger, model_ids, observability, pricing, prompt
+from steps.lib import clients, init_phase, ledger, model_ids, observability, pricing, prompt
 from steps.lib.settings import settings
+
+init_phase.at_init(clients.dynamodb)  # INIT phase on Lambda; no-op elsewhere
 
 OFF = "The chat is switched off for now. Everything it knows is on this site's pages."
 

@@ -6,9 +6,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from steps.lib import observability
+from steps.lib import init_phase, observability
 from steps.lib.plaintext import markdown_to_text
 from steps.lib.settings import settings
+
+
+def _load_index() -> None:
+    from steps.lib import knowledge
+
+    knowledge.load_knowledge(settings().knowledge_dir)
+
+
+init_phase.at_init(_load_index)  # INIT phase on Lambda (the index in memory); no-op elsewhere
 
 FRAMING = "Reduced service: here is the closest section of this site."
 NOTHING = (

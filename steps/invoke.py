@@ -13,9 +13,21 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from steps.lib import metering, models, observability, pricing, prompt, secrets, signing
+from steps.lib import (
+    clients,
+    init_phase,
+    metering,
+    models,
+    observability,
+    pricing,
+    prompt,
+    secrets,
+    signing,
+)
 from steps.lib.errors import NotSent
 from steps.lib.settings import settings
+
+init_phase.at_init(clients.ssm, clients.bedrock_runtime)  # INIT phase on Lambda; no-op elsewhere
 
 GUARDRAIL_INTERVENED = "guardrail_intervened"
 

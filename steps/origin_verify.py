@@ -10,9 +10,11 @@ import hmac
 import time
 from typing import Any
 
-from steps.lib import contract, observability, secrets
+from steps.lib import clients, contract, init_phase, observability, secrets
 from steps.lib.errors import BadRequest
 from steps.lib.settings import Settings, settings
+
+init_phase.at_init(clients.ssm)  # INIT phase on Lambda; no-op elsewhere
 
 FORBIDDEN = "Forbidden: this endpoint only accepts requests through the site."
 

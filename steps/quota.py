@@ -9,8 +9,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from steps.lib import clients, identity, ledger, observability, secrets
+from steps.lib import clients, identity, init_phase, ledger, observability, secrets
 from steps.lib.settings import settings
+
+init_phase.at_init(clients.dynamodb, clients.ssm)  # INIT phase on Lambda; no-op elsewhere
 
 LIMITED = (
     "You have reached today's message limit for this chat. It resets at midnight UTC; "

@@ -11,8 +11,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from steps.lib import clients, ledger, observability, pricing
+from steps.lib import clients, init_phase, ledger, observability, pricing
 from steps.lib.settings import settings
+
+init_phase.at_init(clients.dynamodb)  # INIT phase on Lambda; no-op elsewhere
 
 
 @observability.instrumented("Reconcile")

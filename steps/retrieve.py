@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from steps.lib import byte_bound, models, observability, pricing
+from steps.lib import byte_bound, init_phase, models, observability, preload, pricing
 from steps.lib.settings import settings
+
+init_phase.at_init(preload.retrieval_index)  # INIT phase on Lambda; no-op elsewhere
 
 TOP_MATCHES = 5  # matches added after the current page's chunks (the article's top five)
 

@@ -33,6 +33,7 @@ class PipelineStep(Construct):
         log_retention: logs.RetentionDays,
         reserved_concurrency: int | None,
         topic: sns.ITopic,
+        snap_start: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         self.stage = stage
@@ -62,6 +63,19 @@ class PipelineStep(Construct):
             log_group=self.log_group,
             environment=dict(environment),
             reserved_concurrent_executions=reserved_concurrency,
+            snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if snap_start else None,
+            # With SnapStart each published version keeps a cached snapshot (billed): replaced
+            # versions are deleted rather than retained.
+            current_version_options=lambda_.VersionOptions(removal_policy=RemovalPolicy.DESTROY)
+            if snap_start
+            else None,
+        )
+        # What the workflow invokes: SnapStart only applies to a published version, so with it
+        # on the target is an alias of the current version; otherwise the function itself.
+        self.target: lambda_.IFunction = (
+            lambda_.Alias(self, "Live", alias_name="live", version=self.function.current_version)
+            if snap_start
+            else self.function
         )
         for statement in statements:
             self.role.add_to_policy(statement)

@@ -80,7 +80,7 @@ class ChatStack(Stack):
         self.workflow = ChatWorkflow(
             self,
             "Workflow",
-            functions={state: step.function for state, step in self.steps.items()},
+            functions={state: step.target for state, step in self.steps.items()},
             # Shorter than API Gateway waits, so a TIMED_OUT execution maps to its 503.
             timeout=Duration.seconds(edge.workflow_timeout_seconds),
             log_retention=self.retention,
@@ -169,6 +169,7 @@ class ChatStack(Stack):
                 log_retention=self.retention,
                 reserved_concurrency=config.ops.reserved_concurrency.get(stage.state),
                 topic=self.alerts.topic,
+                snap_start=config.ops.snap_start,
             )
             for stage in STAGES
         }

@@ -1,8 +1,14 @@
-"""Lazily created, per-container boto3 clients with explicit timeouts.
+"""Per-container AWS clients with explicit timeouts, built once.
 
-Nothing is created at import time (a cold start only pays for the clients it uses), and each
-client is built once per container. Converse gets NO retries: a retried model call can be
-billed twice, and the reservation covers exactly one call.
+They are botocore clients from one botocore session, not boto3's: boto3 only wraps the same
+call, and importing it (with s3transfer) cost each cold start about a tenth of its import
+CPU for nothing (docs/benchmarks.md, "Cold path").
+
+On Lambda each handler module builds the clients it uses at import, in the INIT phase
+(``init_phase.at_init``); elsewhere they are built on first use, once a test or the local
+runtime has chosen its endpoint. Handlers always reach a client through this module's
+functions, which is the seam tests patch. Converse gets NO retries: a retried model call
+can be billed twice, and the reservation covers exactly one call.
 """
 
 from __future__ import annotations
@@ -24,31 +30,33 @@ def _config(connect: float, read: float, attempts: int) -> Any:
 
 
 @cache
-def dynamodb() -> Any:
-    import boto3
+def _session() -> Any:
+    import botocore.session
 
+    return botocore.session.get_session()
+
+
+@cache
+def dynamodb() -> Any:
     # Two attempts: the quota ADD and the reservation are safe to resend (the reservation
     # carries a ClientRequestToken; a lost-then-resent ADD over-counts, never under-counts).
-    return boto3.client("dynamodb", config=_config(1, 3, 2))
+    return _session().create_client("dynamodb", config=_config(1, 3, 2))
 
 
 @cache
 def ssm() -> Any:
-    import boto3
-
-    return boto3.client("ssm", config=_config(1, 3, 3))
+    return _session().create_client("ssm", config=_config(1, 3, 3))
 
 
 @cache
 def bedrock_runtime() -> Any:
-    import boto3
-
     s = settings()
     config = _config(s.bedrock_connect_timeout_seconds, s.bedrock_read_timeout_seconds, 1)
-    return boto3.client("bedrock-runtime", config=config)
+    return _session().create_client("bedrock-runtime", config=config)
 
 
-_FACTORIES = (dynamodb, ssm, bedrock_runtime)  # the originals, even while a test patches one
+# The originals, even while a test patches one.
+_FACTORIES = (_session, dynamodb, ssm, bedrock_runtime)
 
 
 def cache_clear() -> None:

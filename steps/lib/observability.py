@@ -10,11 +10,13 @@ what sits behind them can change without touching a handler:
 - X-Ray through aws-xray-sdk: botocore patched, one subsegment per step with the
   annotations ``step`` and ``decision`` (filterable) and the cost fields as metadata.
 
-Everything heavy is imported on the first invocation, never at import time, so the gate
-steps' cold import stays close to boto3's alone. Offline (no Lambda) X-Ray is never
-loaded, metrics stay in memory instead of printing EMF to stdout, and logs go to stderr at
-``POWERTOOLS_LOG_LEVEL`` (default INFO; the local commands set CRITICAL for a quiet
-terminal). Listeners (the local trace recorder) get the same per-step records.
+On Lambda, ``instrumented`` builds the backend (Powertools, the X-Ray patch) when the
+handler module is imported, in the INIT phase, so the first invocation does not pay for
+it; offline it is built on the first invocation (tests and the local runtime change the
+environment between imports and calls). Offline X-Ray is never loaded, metrics stay in
+memory instead of printing EMF to stdout, and logs go to stderr at ``POWERTOOLS_LOG_LEVEL``
+(default INFO; the local commands set CRITICAL for a quiet terminal). Listeners (the local
+trace recorder) get the same per-step records.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from .errors import SettingsError
+from .init_phase import at_init
 from .telemetry import COST_FIELDS, NAMESPACE, SERVICE, Backend, Invocation, LocalSink, on_lambda
 
 __all__ = ["COST_FIELDS", "METRICS", "NAMESPACE", "SERVICE", "Invocation", "Listener"]
@@ -81,6 +84,8 @@ def decision(name: str, **fields: Any) -> None:
 
 
 def instrumented(step: str) -> Callable[[F], F]:
+    at_init(_backend)
+
     def wrap(handler: F) -> F:
         @functools.wraps(handler)
         def run(event: dict[str, Any], context: Any = None) -> Any:

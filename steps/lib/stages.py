@@ -29,16 +29,24 @@ class Stage:
         return f"{self.module}.handler"
 
 
+# Memory and timeouts come from `make bench-cold` (docs/benchmarks.md, "Cold path"): a cold
+# step is CPU-bound (0.2-0.3 s of CPU with bytecode, 0.4-0.7 s without) and Lambda's CPU
+# share grows with memory up to one vCPU at 1,769 MB. The gate steps and S4 get that vCPU:
+# warm they run for milliseconds, so the extra memory costs cents. S5 waits seconds on
+# Bedrock while warm, and memory is billed for the wait, so it gets 1,024 MB. Timeouts
+# keep >= 2x over the modelled cold step (from source, the slower case) and stay below
+# the workflow's timeout, itself below API Gateway's 29 s; S5's leaves the Bedrock client's
+# own connect + read bound (22 s) to fire first.
 STAGES: tuple[Stage, ...] = (
-    Stage("S1", "OriginVerify", "steps.origin_verify", False, 5, 256),
-    Stage("S2", "Quota", "steps.quota", False, 5, 256),
-    Stage("S3", "CostGate", "steps.cost_gate", False, 5, 256),
-    Stage("S4", "Retrieve", "steps.retrieve", True, 10, 512),
-    # Bedrock: 2 s to connect + 20 s to read, plus guardrail and signing; under the
-    # workflow's 28 s (infra/config.py orders step < workflow < API integration).
-    Stage("S5", "Invoke", "steps.invoke", False, 25, 256),
-    Stage("S6", "Reconcile", "steps.reconcile", False, 5, 256),
-    Stage("S7", "Degraded", "steps.degraded", True, 5, 512),
+    Stage("S1", "OriginVerify", "steps.origin_verify", False, 5, 1769),
+    Stage("S2", "Quota", "steps.quota", False, 5, 1769),
+    Stage("S3", "CostGate", "steps.cost_gate", False, 5, 1769),
+    Stage("S4", "Retrieve", "steps.retrieve", True, 10, 1769),
+    # Bedrock: 2 s to connect + 20 s to read, plus CountTokens, guardrail and signing; under
+    # the workflow's 28 s (infra/config.py orders step < workflow < API integration).
+    Stage("S5", "Invoke", "steps.invoke", False, 26, 1024),
+    Stage("S6", "Reconcile", "steps.reconcile", False, 5, 1769),
+    Stage("S7", "Degraded", "steps.degraded", True, 5, 1024),
 )
 
 BY_STATE = {stage.state: stage for stage in STAGES}

@@ -1,8 +1,8 @@
 """The machinery behind steps/lib/observability.py: Powertools Logger and Metrics, X-Ray.
 
 This module itself is light: Powertools and the X-Ray SDK are imported only when
-observability builds the ``Backend`` (a step's first invocation), so a gate step's cold
-import never pays for them. On Lambda: JSON logs and EMF on stdout, X-Ray with botocore
+observability builds the ``Backend`` (at a handler's import on Lambda, in the INIT phase;
+at the first invocation offline). On Lambda: JSON logs and EMF on stdout, X-Ray with botocore
 patched. Offline: logs on stderr, metrics kept in memory (``LocalSink``), no X-Ray.
 """
 

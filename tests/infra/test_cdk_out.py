@@ -28,7 +28,7 @@ def _asset_dir(synth, state: str) -> Path:
 
 
 def _vendored(path: Path, root: Path) -> bool:
-    """Third-party wheels (boto3, numpy, ...): any top-level entry a .dist-info RECORD lists."""
+    """Third-party wheels (botocore, numpy, ...): any top-level entry a .dist-info RECORD lists."""
     top = path.relative_to(root).parts[0]
     return top != "steps" and top != "build"
 
@@ -42,10 +42,11 @@ def test_no_asset_is_built_with_docker(synth):
     assert "docker" not in (synth.outdir / "manifest.json").read_text().lower()
 
 
-def test_gate_steps_ship_steps_and_pinned_boto3_but_no_numpy_or_index(synth):
+def test_gate_steps_ship_steps_and_pinned_botocore_but_no_boto3_numpy_or_index(synth):
     root = _asset_dir(synth, "Quota")
     assert (root / "steps" / "quota.py").is_file()
-    assert (root / "boto3-1.44.8.dist-info").is_dir()
+    assert (root / "botocore-1.44.8.dist-info").is_dir()
+    assert not (root / "boto3").exists()  # the steps build botocore clients directly
     assert not (root / "numpy").exists()
     assert not (root / "build").exists()
     assert GATE_ASSET.requirements() == tuple(sorted(GATE_ASSET.requirements()))
@@ -122,7 +123,7 @@ def test_cdk_out_holds_no_secret_value(synth):
         assert "Secrets" not in outputs, "no output may reference a generated secret"
 
 
-def test_gate_handlers_import_from_their_bundle_alone_with_the_pinned_boto3(synth):
+def test_gate_handlers_import_from_their_bundle_alone_with_the_pinned_botocore(synth):
     import subprocess
     import sys
 

@@ -43,7 +43,8 @@ NOT_READ_ON_LAMBDA = {
     # Invoke only asks models.py for the responder, never the query embedder.
     "Invoke": {"embedding_model_id", "embedding_dimensions"},
 }
-IMPORT = re.compile(r"^\s*from\s+(\.+[\w.]*|steps[\w.]*)\s+import\s+([\w ,()]+)", re.M)
+# `from x import a, b` or `from x import (\n a,\n b,\n)` (ruff wraps long ones).
+IMPORT = re.compile(r"^\s*from\s+(\.+[\w.]*|steps[\w.]*)\s+import\s+(\([\w\s,]*\)|[\w ,]+)", re.M)
 READ = re.compile(r"\.([a-z0-9_]+)\b")
 
 

@@ -1,0 +1,468 @@
+"""`make bench-cold`: each step's cold start, measured in parts, and the cold first message.
+
+Per step, in a fresh interpreter per run (``tests/bench/cold_probe.py``): CPU seconds to
+import the handler module (on Lambda that is the INIT phase: clients, Powertools, the
+X-Ray patch, the index), to run the first invocation and a warm one; once from source
+only and once with precompiled bytecode (unchecked-hash .pyc, as infra/bundling.py
+writes). The interpreter sees only a copy of what the bundle ships (steps/, the pinned
+libraries, the index), like /var/task, with a Lambda-like environment. AWS answers from a
+local stand-in HTTP endpoint (127.0.0.1, ephemeral port) with canned DynamoDB, SSM,
+Converse and Titan replies, so the clients' real request path (endpoint rules, signing,
+HTTP, parsing) is measured; TLS is not (the stand-in speaks plain HTTP).
+
+The model (figures written to docs/benchmarks.md, section "Cold path"):
+
+    cold step (s)    = START + (import CPU + first-invocation CPU) / share(memory) + calls x RTT
+    share(memory)    = min(memory MB / 1769, 1)   (1,769 MB = one vCPU; Python uses one)
+    cold message (s) = sum of the six answered steps' cold steps + transitions x TRANSITION
+
+Bedrock's own latency is excluded (the model's answer time does not depend on this code).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from infra import bundling
+from statemachine import loader
+from steps.lib import pricing
+from steps.lib.knowledge import bedrock_embedder_id
+from steps.lib.settings import Settings, cdk_context
+from steps.lib.stages import STAGES, Stage
+from tests.bench import report
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBE = Path(__file__).with_name("cold_probe.py")
+SAVED = ROOT / "build" / "bench-cold.json"
+RUNS = int(os.environ.get("BENCH_COLD_RUNS", "5"))
+ANSWERED = ("OriginVerify", "Quota", "CostGate", "Retrieve", "Invoke", "Reconcile")
+
+# Model inputs. Documented: the vCPU share. Assumed (AWS publishes no figure; each is named
+# in the doc and can be changed here): sandbox + runtime start per cold step, one AWS call's
+# round trip inside a Region, one Express state transition with its Lambda invoke.
+VCPU_MB = 1769
+START_S = 0.15
+RTT_S = 0.010
+TRANSITION_S = 0.020
+# Lambda arm64, us-east-1 (aws.amazon.com/lambda/pricing): per GB-second and per request.
+GB_SECOND_USD = 0.0000133334
+REQUEST_USD = 0.20 / 1_000_000
+# Lambda SnapStart for Python, us-east-1 list prices: snapshot cache per GB-second while a
+# version is active, and per GB restored (aws.amazon.com/lambda/pricing, "SnapStart").
+SNAPSTART_CACHE_GB_SECOND_USD = 0.0000015046
+SNAPSTART_RESTORE_GB_USD = 0.0001397998
+# AWS calls each step makes on a cold first message, Bedrock excluded (bench-pipeline counts).
+COLD_CALLS = {"OriginVerify": 1, "Quota": 2, "CostGate": 1, "Retrieve": 0, "Invoke": 1,
+              "Reconcile": 1, "Degraded": 0}  # fmt: skip
+WARM_CALLS = {"OriginVerify": 0, "Quota": 1, "CostGate": 1, "Retrieve": 0, "Invoke": 0,
+              "Reconcile": 1, "Degraded": 0}  # fmt: skip
+# Bedrock time inside S4 and S5 (embedding, Converse), assumed for the cost table only.
+BEDROCK_WAIT_S = {"Retrieve": 0.15, "Invoke": 2.5}
+EVENTS_DIR = ROOT / "tests" / "events"
+TYPICAL_USAGE = {"inputTokens": 2500, "outputTokens": 250}
+
+
+def step_event(stage: Stage) -> dict[str, Any]:
+    """The step's sample event from tests/events (kept in step with the handlers)."""
+    name = stage.module.rsplit(".", 1)[-1]
+    event: dict[str, Any] = json.loads((EVENTS_DIR / f"{name}.json").read_text("utf-8"))
+    return event
+
+
+SECRETS = {
+    "/chatguard/origin-secret": step_event(STAGES[0])["originVerify"],
+    "/chatguard/visitor-salt": "visitor-salt-for-the-cold-bench-0123",
+    "/chatguard/signing-key": "signing-key-for-the-cold-bench-01234",
+}
+
+
+class StandIn(BaseHTTPRequestHandler):
+    """Offline stand-in for the AWS endpoints the steps call: canned, well-formed replies."""
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        target = self.headers.get("X-Amz-Target", "")
+        if target.startswith("DynamoDB_20120810."):
+            reply = {"Attributes": {"msgCount": {"N": "1"}}} if target.endswith("Item") else {}
+            self._send(reply, "application/x-amz-json-1.0")
+        elif target == "AmazonSSM.GetParameter":
+            name = json.loads(body)["Name"]
+            value = json.dumps({"current": SECRETS[name], "previous": None, "rotated_at": 0})
+            self._send({"Parameter": {"Name": name, "Type": "SecureString", "Value": value}})
+        elif self.path.endswith("/converse"):
+            self._send({
+                "output": {"message": {"role": "assistant",
+                                       "content": [{"text": "It counts per IP."}]}},
+                "stopReason": "end_turn",
+                "usage": {"inputTokens": 900, "outputTokens": 40, "totalTokens": 940},
+                "metrics": {"latencyMs": 1},
+            })  # fmt: skip
+        elif self.path.endswith("/invoke"):
+            dims = Settings().embedding_dimensions
+            self._send({"embedding": [1.0 / dims] * dims, "inputTextTokenCount": 12})
+        else:
+            self._send({"message": f"the stand-in does not know {target or self.path}"}, code=400)
+
+    def _send(self, data: object, kind: str = "application/json", code: int = 200) -> None:
+        raw = json.dumps(data).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def log_message(self, *_args: Any) -> None:
+        return None
+
+
+@contextmanager
+def stand_in() -> Iterator[tuple[int, int]]:
+    """The HTTP stand-in and a UDP sink for X-Ray segments, both on 127.0.0.1."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
+    sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sink.bind(("127.0.0.1", 0))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1], sink.getsockname()[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        sink.close()
+
+
+def task_root(dest: Path, asset: bundling.StepAsset, index: Path) -> Path:
+    """What the bundle ships, from this machine's installed copies of the pinned libraries."""
+    shutil.copytree(ROOT / "steps", dest / "steps", ignore=shutil.ignore_patterns("__pycache__"))
+    for requirement in asset.requirements():
+        dist = metadata.distribution(requirement.split("==")[0])
+        for file in dist.files or ():
+            if file.parts[0] == ".." or "__pycache__" in file.parts or file.suffix == ".pyc":
+                continue
+            target = dest / file
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(Path(str(file.locate())), target)
+    if asset.with_knowledge:
+        shutil.copytree(index, dest / "build" / "knowledge")
+    return dest
+
+
+def bench_index(dest: Path) -> Path:
+    """The site indexed under the Titan embedder's id (a stand-in: hashing vectors), so S4's
+    bedrock-backend check accepts it without a Bedrock call."""
+    from indexer.build import build
+    from indexer.policy import IndexPolicy
+    from steps.lib.hashing_embedder import HashingEmbedder
+
+    s = Settings()
+
+    class StandInTitan(HashingEmbedder):
+        id = bedrock_embedder_id(s.embedding_model_id, s.embedding_dimensions)
+
+    build(ROOT / "examples" / "site", dest, IndexPolicy.from_context(cdk_context()),
+          StandInTitan(s.embedding_dimensions))  # fmt: skip
+    return dest
+
+
+def probe(root: Path, stage: Stage, ports: tuple[int, int]) -> dict[str, Any]:
+    http_port, udp_port = ports
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "AWS_LAMBDA_FUNCTION_NAME": f"chatguard-{stage.state}",
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(stage.memory_mb),
+        "LAMBDA_TASK_ROOT": str(root),
+        "AWS_REGION": "us-east-1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_SESSION_TOKEN": "bench",
+        "AWS_CONFIG_FILE": str(root / "no-aws-config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(root / "no-aws-credentials"),
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{http_port}",
+        "AWS_XRAY_DAEMON_ADDRESS": f"127.0.0.1:{udp_port}",
+        "_X_AMZN_TRACE_ID": "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;"
+        "Sampled=1",
+    }
+    event = step_event(stage)
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", "-B", str(PROBE), str(root), stage.module, json.dumps(event)],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    if out.returncode != 0:
+        raise RuntimeError(f"{stage.state} probe failed:\n{out.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    if "response" in result["result"] and stage.state != "Degraded":
+        raise RuntimeError(f"{stage.state} refused the bench event: {result['result']}")
+    return result
+
+
+def interpreter_start() -> float:
+    """CPU seconds of a bare `python -I -S -B -c pass` (the runtime's own start, in part)."""
+    samples = []
+    for _ in range(RUNS):
+        before = os.times()
+        subprocess.run([sys.executable, "-I", "-S", "-B", "-c", "pass"], check=True)
+        after = os.times()
+        samples.append(
+            (after.children_user - before.children_user)
+            + (after.children_system - before.children_system)
+        )
+    return statistics.median(samples)
+
+
+def measure(work: Path) -> dict[str, dict[str, dict[str, float]]]:
+    index = bench_index(work / "index")
+    roots: dict[tuple[str, str], Path] = {}
+    for asset in (bundling.GATE_ASSET, bundling.RETRIEVAL_ASSET):
+        for mode in ("source", "bytecode"):
+            root = task_root(work / f"{asset.name}-{mode}", asset, index)
+            if mode == "bytecode":
+                bundling.compile_bytecode(root, sys.executable)
+            roots[asset.name, mode] = root
+    samples: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    with stand_in() as ports:
+        for stage in STAGES:
+            asset = bundling.RETRIEVAL_ASSET if stage.needs_numpy else bundling.GATE_ASSET
+            per_mode = samples.setdefault(stage.state, {"source": [], "bytecode": []})
+            for _ in range(RUNS):  # interleaved, so machine load hits both modes alike
+                for mode in ("source", "bytecode"):
+                    per_mode[mode].append(probe(roots[asset.name, mode], stage, ports))
+    return {
+        state: {
+            mode: {
+                part: statistics.median(run[part]["cpu"] for run in runs)
+                for part in ("import", "first", "warm")
+            }
+            for mode, runs in modes.items()
+        }
+        for state, modes in samples.items()
+    }
+
+
+def share(memory_mb: int) -> float:
+    return min(memory_mb / VCPU_MB, 1.0)
+
+
+def cold_step(cpu: dict[str, float], state: str, memory_mb: int) -> float:
+    return START_S + (cpu["import"] + cpu["first"]) / share(memory_mb) + COLD_CALLS[state] * RTT_S
+
+
+def answered_transitions() -> int:
+    """States entered on the answered path of chat.asl.json (Tasks and Choices alike)."""
+    states = json.loads(loader.definition_text())["States"]
+    name, count = json.loads(loader.definition_text())["StartAt"], 0
+    while name:
+        count += 1
+        state = states[name]
+        # A Choice's first branch is the path forward; the answered path ends at Reconcile.
+        name = state["Choices"][0]["Next"] if state["Type"] == "Choice" else state.get("Next")
+    return count
+
+
+def cold_message(cpu: dict[str, dict[str, float]], memory: dict[str, int]) -> float:
+    steps = sum(cold_step(cpu[s], s, memory[s]) for s in ANSWERED)
+    return steps + answered_transitions() * TRANSITION_S
+
+
+def monthly_cost(
+    cpu: dict[str, dict[str, float]], memory: dict[str, int], per_day: int, cold_share: float
+) -> float:
+    """Lambda cost of the six answered steps a month (INIT is billed like the invocation)."""
+    total = 0.0
+    for state in ANSWERED:
+        warm = cpu[state]["warm"] / share(memory[state]) + WARM_CALLS[state] * RTT_S
+        warm += BEDROCK_WAIT_S.get(state, 0.0)
+        cold = cold_step(cpu[state], state, memory[state]) - START_S + BEDROCK_WAIT_S.get(state, 0)
+        seconds = (1 - cold_share) * warm + cold_share * cold
+        total += per_day * 30 * (memory[state] / 1024 * seconds * GB_SECOND_USD + REQUEST_USD)
+    return total
+
+
+def render(cpu_by_mode: dict[str, dict[str, dict[str, float]]], start_cpu: float) -> str:
+    configured = {s.state: s.memory_mb for s in STAGES}
+    timeouts = {s.state: s.timeout_seconds for s in STAGES}
+    with_pyc = {state: modes["bytecode"] for state, modes in cpu_by_mode.items()}
+    source = {state: modes["source"] for state, modes in cpu_by_mode.items()}
+    load = os.getloadavg()[0]
+    lines = [
+        f"Measured by `make bench-cold`: {platform.machine()}, {os.cpu_count()} CPUs (load "
+        f"average {load:.1f} when it finished), Python {platform.python_version()} (the Lambda "
+        f"runtime is {bundling.PYTHON_VERSION} on arm64: treat the CPU times as this machine's, "
+        f"not Graviton's), {time.strftime('%Y-%m-%d')}. Median of {RUNS} fresh interpreters "
+        "per cell, CPU milliseconds. Each interpreter sees only what the bundle ships, with a "
+        "Lambda-like environment; AWS is a local stand-in endpoint (no TLS, no network "
+        f"latency). A bare interpreter start costs {start_cpu * 1000:.0f} ms CPU here.",
+        "",
+        "| step | import (INIT), source | import, bytecode | first invoke, source "
+        "| first invoke, bytecode | warm invoke |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for stage in STAGES:
+        s, b = source[stage.state], with_pyc[stage.state]
+        lines.append(
+            f"| {stage.key} {stage.state} | {s['import'] * 1000:.0f} | {b['import'] * 1000:.0f} "
+            f"| {s['first'] * 1000:.0f} | {b['first'] * 1000:.0f} | {b['warm'] * 1000:.1f} |"
+        )
+    total_s = sum(source[s]["import"] + source[s]["first"] for s in ANSWERED)
+    total_b = sum(with_pyc[s]["import"] + with_pyc[s]["first"] for s in ANSWERED)
+    lines += [
+        "",
+        f"CPU of the six answered steps' cold starts: **{total_s:.2f} s** from source, "
+        f"**{total_b:.2f} s** with bytecode.",
+        "",
+        "**Model of the cold first message** (Bedrock excluded):",
+        "",
+        "    cold step    = START + (import CPU + first-invocation CPU) / share(memory)"
+        " + AWS calls x RTT",
+        "    share(MB)    = min(MB / 1769, 1)",
+        "    cold message = sum over S1..S6 of cold step + transitions x TRANSITION",
+        "",
+        f"share: Lambda allocates CPU in proportion to memory, one vCPU at 1,769 MB "
+        "([Lambda memory](https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory"
+        ".html)); the steps are single-threaded, so more than one vCPU does not help. "
+        f"START = {START_S * 1000:.0f} ms per cold step (sandbox, code and runtime start: AWS "
+        f"publishes no figure, so this is an assumption), RTT = {RTT_S * 1000:.0f} ms per AWS "
+        f"call (assumption, same Region), TRANSITION = {TRANSITION_S * 1000:.0f} ms per state "
+        f"entered ({answered_transitions()} on the answered path of chat.asl.json; AWS "
+        "publishes no per-transition latency for Express workflows, "
+        "[Step Functions quotas](https://docs.aws.amazon.com/step-functions/latest/dg/"
+        "service-quotas.html) give rates, not latency: assumption). The import runs in "
+        "Lambda's INIT phase, which has its own 10-second limit apart from the function "
+        "timeout ([execution environment](https://docs.aws.amazon.com/lambda/latest/dg/"
+        "lambda-runtime-environment.html)); reports that INIT gets more CPU than the memory "
+        "share are not AWS documentation, so the model does not count on it.",
+        "",
+        "| step | memory MB | vCPU share | cold step s, source | cold step s, bytecode "
+        "| timeout s | timeout / cold, source | timeout / cold, bytecode |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for stage in STAGES:
+        mem = configured[stage.state]
+        cs = cold_step(source[stage.state], stage.state, mem)
+        cb = cold_step(with_pyc[stage.state], stage.state, mem)
+        limit = timeouts[stage.state]
+        lines.append(
+            f"| {stage.key} {stage.state} | {mem} | {share(mem):.3f} | {cs:.2f} | {cb:.2f} "
+            f"| {limit} | {limit / cs:.1f}x | {limit / cb:.1f}x |"
+        )
+    at_256 = {s.state: 256 for s in STAGES}
+    full = {s.state: VCPU_MB for s in STAGES}
+    invoke_left = timeouts["Invoke"] - cold_step(source["Invoke"], "Invoke", configured["Invoke"])
+    lines += [
+        "",
+        f"S5's timeout also leaves {invoke_left:.1f} s after its cold start, more than the Bedrock "
+        f"client's own bound (connect + read = {bedrock_bound()} s), so a slow Converse call "
+        "ends with the step's own error, not a Lambda timeout. S4's Titan call shares that "
+        "client configuration; one slower than its timeout minus the cold start is cut by "
+        "the Lambda timeout and fails closed (503).",
+        "",
+        f"Cold first message at the configured memory: **{cold_message(with_pyc, configured):.2f}"
+        f" s** with bytecode, {cold_message(source, configured):.2f} s from source (goal "
+        f"<= 2.5 s). At 256 MB everywhere: {cold_message(with_pyc, at_256):.2f} s with "
+        f"bytecode, {cold_message(source, at_256):.2f} s from source. At one vCPU for every "
+        f"step the model's floor is {cold_message(with_pyc, full):.2f} s with bytecode, of "
+        f"which {len(ANSWERED) * START_S:.2f} s is the assumed runtime starts and "
+        f"{answered_transitions() * TRANSITION_S:.2f} s the transitions: the goal needs "
+        "bytecode and a faster runtime start than assumed, or SnapStart.",
+        "",
+        "**Lambda cost of the six answered steps, per month** (30 days; arm64 us-east-1: "
+        f"${GB_SECOND_USD:.10f} per GB-second, $0.20 per million requests, "
+        "[Lambda pricing](https://aws.amazon.com/lambda/pricing/); INIT billed like the "
+        "invocation; warm duration = warm CPU / share + AWS calls x RTT + Bedrock wait, with "
+        f"Bedrock assumed at {BEDROCK_WAIT_S['Retrieve']} s for the embedding and "
+        f"{BEDROCK_WAIT_S['Invoke']} s for Converse; at 300 messages a day every message is "
+        "taken as cold, at 100,000 none; bytecode; free tier ignored):",
+        "",
+        "| memory | 300 messages/day | 100,000 messages/day |",
+        "|---|---:|---:|",
+    ]
+    for label, memory in (
+        ("256 MB everywhere", at_256),
+        ("1,024 MB everywhere", {s.state: 1024 for s in STAGES}),
+        ("1,769 MB everywhere", {s.state: 1769 for s in STAGES}),
+        ("as configured (stages.py)", configured),
+    ):
+        low = monthly_cost(with_pyc, memory, 300, 1.0)
+        high = monthly_cost(with_pyc, memory, 100_000, 0.0)
+        lines.append(f"| {label} | ${low:.2f} | ${high:.2f} |")
+    cache, restore = snap_start_cost(configured, 300)
+    conf = Settings()
+    typical = pricing.actual_micros(conf, TYPICAL_USAGE, 20) / 1_000_000
+    lines += [
+        "",
+        f"At the default daily ceiling (${conf.daily_ceiling_usd}) the stack answers at most "
+        f"{conf.daily_ceiling_usd / Decimal(str(typical)):.0f} typical messages a day (about "
+        f"${typical:.4f} each: 2,500 input and 250 output tokens), so the 300 column is the one "
+        f"that applies; 100,000 a day needs a ceiling near ${100_000 * typical:,.0f} a day, "
+        f"when the model's own bill (${100_000 * typical * 30:,.0f} a month) dwarfs any of these.",
+        "",
+        "**SnapStart** (`snap_start` in cdk.json `chatguard/ops`, off by default): Lambda "
+        "snapshots each step after INIT and restores new environments from it, so the import "
+        "CPU above leaves the cold path "
+        "([SnapStart](https://docs.aws.amazon.com/lambda/latest/dg/snapstart.html): Python "
+        "3.12 and later, published versions only, so the workflow then invokes a `live` alias "
+        "of each step's current version). For Python it is billed: a snapshot cache of "
+        f"${SNAPSTART_CACHE_GB_SECOND_USD:.10f} per GB-second for each active version and "
+        f"${SNAPSTART_RESTORE_GB_USD:.10f} per GB restored (us-east-1). For this stack's seven "
+        f"steps at the configured memory that is **${cache:.2f} a month** of cache, plus "
+        f"${restore:.2f} a month of restores at 300 cold messages a day: far above the "
+        "Lambda cost itself and above the default monthly model budget, hence off. With it "
+        "on, anything random drawn at INIT is shared by every restored environment (the "
+        "retry jitter should come from an unseeded source at invocation time).",
+    ]
+    return "\n".join(lines)
+
+
+def snap_start_cost(memory: dict[str, int], cold_per_day: int) -> tuple[float, float]:
+    """Monthly SnapStart cache (all seven steps, one version each) and restore charges."""
+    gb_all = sum(memory.values()) / 1024
+    cache = gb_all * 30 * 86_400 * SNAPSTART_CACHE_GB_SECOND_USD
+    gb_answered = sum(memory[s] for s in ANSWERED) / 1024
+    restore = cold_per_day * 30 * gb_answered * SNAPSTART_RESTORE_GB_USD
+    return cache, restore
+
+
+def bedrock_bound() -> int:
+    s = Settings()
+    return s.bedrock_connect_timeout_seconds + s.bedrock_read_timeout_seconds
+
+
+def main() -> None:
+    # BENCH_COLD_REUSE=1 re-renders the last measurement (after a memory or timeout change).
+    if os.environ.get("BENCH_COLD_REUSE") and SAVED.exists():
+        saved = json.loads(SAVED.read_text(encoding="utf-8"))
+        cpu, start_cpu = saved["cpu"], saved["start_cpu"]
+    else:
+        work = Path(tempfile.mkdtemp(prefix="chatguard-cold-"))
+        try:
+            cpu = measure(work)
+            start_cpu = interpreter_start()
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        SAVED.parent.mkdir(parents=True, exist_ok=True)
+        SAVED.write_text(json.dumps({"cpu": cpu, "start_cpu": start_cpu}), encoding="utf-8")
+    body = render(cpu, start_cpu)
+    print(body)
+    report.write_section("cold", "Cold path", body)
+
+
+if __name__ == "__main__":
+    main()
