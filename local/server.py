@@ -123,7 +123,11 @@ class ChatHandler(BaseHTTPRequestHandler):
             self._site(path)
 
     def _options(self) -> None:
-        if self.path.split("?", 1)[0] != "/chat":
+        origin, allowed = self.headers.get("Origin"), self.server.options.site_origins
+        if (
+            self.path.split("?", 1)[0] != "/chat"
+            or not cors.decide(origin, "OPTIONS", allowed).preflight
+        ):
             return self._other()
         self._drain()
         self._send(204, "application/json", b"")  # CORS preflight: answered here, nothing runs
@@ -276,9 +280,7 @@ class ChatHandler(BaseHTTPRequestHandler):
 def _allowed(path: str) -> str:
     """The methods a path answers (the Allow header of a 405, as RFC 9110 requires)."""
     path = path.split("?", 1)[0]
-    if path == "/chat":
-        return "POST, OPTIONS"
-    if path == "/_origin/chat":
+    if path in ("/chat", "/_origin/chat"):
         return "POST"
     return "GET, POST" if path.startswith("/_admin/") else "GET"
 
