@@ -31,11 +31,13 @@ class OriginError(ValueError):
 @dataclass(frozen=True, slots=True)
 class CorsDecision:
     headers: dict[str, str] = field(default_factory=dict)
-    preflight: bool = False  # OPTIONS: answer 204 with `headers`, start nothing
+    preflight: bool = False  # a browser's OPTIONS: answer 204 with `headers`, start nothing
 
 
 def decide(origin: str | None, method: str, allowed: Collection[str]) -> CorsDecision:
-    preflight = method.upper() == "OPTIONS"
+    # A preflight is an OPTIONS a browser sends with an Origin; any other OPTIONS is just
+    # a method /chat does not answer (405).
+    preflight = method.upper() == "OPTIONS" and origin is not None
     headers: dict[str, str] = {"Vary": "Origin"} if allowed else {}
     if origin is not None and origin in allowed:
         headers["Access-Control-Allow-Origin"] = origin

@@ -98,8 +98,11 @@ class ListedOrigins:
     def preflight(self, request: Request) -> Response | None:
         if request.method != "OPTIONS" or request.path != "/chat":
             return None
-        # 204 for any origin; only a listed one gets Access-Control-Allow-Origin (headers
-        # below), so the browser sends the POST for listed origins only.
+        # A browser's preflight (an OPTIONS with an Origin) gets 204 whatever the origin;
+        # only a listed one gets Access-Control-Allow-Origin (headers below), so the browser
+        # sends the POST for listed origins only. An OPTIONS without an Origin gets the 405.
+        if not cors.decide(request.headers.get("origin"), "OPTIONS", self.origins).preflight:
+            return None
         return Response(204, JSON, b"")
 
     def headers(self, request: Request) -> tuple[tuple[str, str], ...]:

@@ -61,3 +61,6 @@ def test_without_a_list_the_chat_stays_same_origin(
     server = serve(rate_limit=1000)
     status, headers, _ = call(server, "OPTIONS", b"", {"Origin": SITE})
     assert status == 204 and "Access-Control-Allow-Origin" not in headers
+    # An OPTIONS without an Origin is no preflight: /chat does not answer that method.
+    status, headers, body = call(server, "OPTIONS", b"", {})
+    assert status == 405 and headers["Allow"] == "POST" and json.loads(body)["error"]
