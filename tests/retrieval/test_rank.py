@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 from steps.lib.errors import KnowledgeError
 from steps.lib.hashing_embedder import HashingEmbedder
 from steps.lib.knowledge import Knowledge, chunk_document
-from steps.lib.retrieval import LEXICAL_WEIGHT, lexical_scores, query_text, rank
+from steps.lib.retrieval import K1, LEXICAL_WEIGHT, B, follow_up_query, lexical_scores, rank
 from steps.lib.tokens import terms
 
 QUERIES = [
@@ -23,21 +24,27 @@ QUERIES = [
 
 
 def brute_force(kb: Knowledge, vector: np.ndarray, text: str) -> list[tuple[int, float]]:
-    """The article's shape: map every chunk to a score in plain Python, then sort."""
-    chunk_terms = [set(terms(chunk_document(c))) for c in kb.chunks]
-    n = len(kb.chunks)
-    df: dict[str, int] = {}
-    for ts in chunk_terms:
-        for t in ts:
-            df[t] = df.get(t, 0) + 1
-    idf = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
-    query = {t for t in terms(text) if t in idf}
-    total = sum(idf[t] for t in query)
+    """The article's shape: map every chunk to a score in plain Python, then sort; the
+    lexical part is textbook BM25 written out term by term."""
+    docs = [Counter(terms(chunk_document(c))) for c in kb.chunks]
+    n = len(docs)
+    avgdl = sum(sum(d.values()) for d in docs) / n
+    query = set(terms(text))
+    bm25 = []
+    for doc in docs:
+        score = 0.0
+        for t in query:
+            df = sum(t in d for d in docs)
+            if doc[t]:
+                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                norm = K1 * (1 - B + B * sum(doc.values()) / avgdl)
+                score += idf * doc[t] * (K1 + 1) / (doc[t] + norm)
+        bm25.append(score)
+    best = max(bm25) if bm25 and max(bm25) > 0 else 1.0
     scored = []
     for i, row in enumerate(kb.matrix.tolist()):
         cosine = sum(a * b for a, b in zip(row, vector.tolist(), strict=True))
-        overlap = sum(idf[t] for t in query if t in chunk_terms[i]) / total if total else 0.0
-        scored.append((i, cosine + LEXICAL_WEIGHT * overlap))
+        scored.append((i, cosine + LEXICAL_WEIGHT * bm25[i] / best))
     return sorted(scored, key=lambda pair: -pair[1])
 
 
@@ -87,26 +94,17 @@ def test_a_query_vector_of_the_wrong_size_is_refused(kb: Knowledge) -> None:
         rank(kb, np.zeros(512, np.float32), "x")
 
 
-def test_query_text_is_the_previous_user_turn_then_the_message() -> None:
-    history = [
-        {"role": "user", "content": "Tell me about DMARC"},
-        {"role": "assistant", "content": "DMARC builds on SPF and DKIM..."},
-    ]
-    assert query_text("and the second one?", history) == "Tell me about DMARC\nand the second one?"
-    assert query_text("hello", []) == "hello"
-    assert query_text("hi", [{"role": "assistant", "content": "earlier"}]) == "hi"
-
-
-def test_a_follow_up_finds_its_topic_only_through_the_previous_turn(
+def test_a_follow_up_finds_its_topic_only_through_the_earlier_turns(
     kb: Knowledge, embedder: HashingEmbedder
 ) -> None:
-    def top_page(text: str) -> str:
-        return kb.chunks[rank(kb, embedder.embed([text])[0], text)[0][0]].page
+    def top_page(message: str, history: list[dict[str, str]]) -> str:
+        query = follow_up_query(message, history)
+        return kb.chunks[rank(kb, embedder.embed([query.text])[0], query)[0][0]].page
 
     message = "how often should we test restoring them?"
     history = [{"role": "user", "content": "How should I protect backups from ransomware?"}]
-    assert top_page(query_text(message, history)) == "/posts/ransomware-backups"
-    assert top_page(message) != "/posts/ransomware-backups"
+    assert top_page(message, history) == "/posts/ransomware-backups"
+    assert top_page(message, []) != "/posts/ransomware-backups"
 
 
 def test_hybrid_quality_floor_on_the_hand_written_questions(
@@ -118,8 +116,8 @@ def test_hybrid_quality_floor_on_the_hand_written_questions(
     hits_at_5 = 0
     for q in questions:
         history = [{"role": "user", "content": q["previous"]}] if "previous" in q else []
-        text = query_text(q["question"], history)
-        ranked = rank(kb, embedder.embed([text])[0], text, limit=15)
+        query = follow_up_query(q["question"], history)
+        ranked = rank(kb, embedder.embed([query.text])[0], query, limit=15)
         top_pages = list(dict.fromkeys(kb.chunks[i].page for i, _ in ranked))[:5]
         hits_at_5 += q["page"] in top_pages
     assert hits_at_5 / len(questions) >= 0.9
