@@ -170,7 +170,7 @@ def _pip_install(requirements: tuple[str, ...], target: Path) -> None:
 
 
 def index_embedder() -> str:
-    """The embedder id recorded in build/knowledge/knowledge.json (e.g. "hashing-v1")."""
+    """The embedder id recorded in build/knowledge/knowledge.json (e.g. "hashing-v2")."""
     meta = json.loads(_knowledge_file("knowledge.json").read_text(encoding="utf-8"))
     embedder = meta.get("embedder", {})
     return str(embedder.get("id") if isinstance(embedder, dict) else embedder)

@@ -22,7 +22,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     s, request = settings(), event["request"]
     embedder = models.query_embedder(s)
     kb = knowledge.load_knowledge(s.knowledge_dir, embedder=embedder.id)
-    query = retrieval.follow_up_query(request["message"], request.get("history") or [])
+    history, cap = request.get("history") or [], s.history_turn_max_chars
+    query = retrieval.follow_up_query(request["message"], history, history_chars=cap)
     vector, embedding_tokens = embedder.embed_query(query.text)
     ranked = retrieval.rank(kb, vector, query, limit=TOP_MATCHES)
     chunks = retrieval.select_grounding(

@@ -7,12 +7,12 @@ turns, so the query folds in the visitor's earlier messages:
   the message, then EARLIER_TURN_WEIGHT, its square, ... for the user turns before it
   (at most EARLIER_TURNS of them), so the topic of the first question still counts two
   turns later, yet a message with its own terms is not outvoted by the past;
-- the embedded text is the previous user turn + newline + the message, as before: that is
-  the length the embedding reserve is priced for (pricing.query_max_chars).
+- the embedded text is those earlier user turns, newest kept first, within one history
+  turn's length, + newline + the message: the length the embedding reserve is priced for
+  (pricing.query_max_chars), so folding in more turns costs no more than before.
 
-Assistant turns are not folded in: a reply quotes several sections, and its words pulled
-the next turn towards whichever of them was longest (measured on the chains of
-docs/benchmarks.md).
+Chosen on the three-turn chains of docs/benchmarks.md: the previous turn alone lost the
+topic of the first question by the third turn. Assistant turns are not folded in.
 """
 
 from __future__ import annotations
@@ -33,8 +33,16 @@ class Query:
     own_terms: int  # content terms of the message itself (0: nothing to look for)
 
 
-def follow_up_query(message: str, history: Sequence[Mapping[str, str]]) -> Query:
-    """The query for `message`, given the conversation before it (oldest first)."""
+def follow_up_query(
+    message: str, history: Sequence[Mapping[str, str]], *, history_chars: int | None = None
+) -> Query:
+    """The query for `message`, given the conversation before it (oldest first).
+
+    The embedded text holds whole earlier user turns, newest first back to the oldest
+    that fits, within `history_chars` characters (newlines included; None = the length
+    of the previous user turn), then a newline and the message: at most
+    history_chars + 1 + len(message), the length the embedding reserve is priced for.
+    """
     earlier = [
         turn["content"]
         for turn in history
@@ -45,7 +53,13 @@ def follow_up_query(message: str, history: Sequence[Mapping[str, str]]) -> Query
     for back, turn in enumerate(reversed(earlier), start=1):
         for term in terms(turn):
             weights.setdefault(term, EARLIER_TURN_WEIGHT**back)
-    text = f"{earlier[-1]}\n{message}" if earlier else message
+    budget = len(earlier[-1]) if earlier and history_chars is None else history_chars or 0
+    kept: list[str] = []
+    for turn in reversed(earlier):
+        if len(turn) + sum(len(t) + 1 for t in kept) > budget:
+            break
+        kept.insert(0, turn)
+    text = "\n".join([*kept, message])
     return Query(text=text, weights=weights, own_terms=len(own))
 
 

@@ -70,6 +70,7 @@ class Knowledge:
     heading_tf: np.ndarray  # per posting: the term's count in the chunk's heading trail
     text_length: np.ndarray  # per chunk: terms in its text
     heading_length: np.ndarray  # per chunk: terms in its heading trail
+    page_of: np.ndarray  # per chunk: its page's number (pages in order of first chunk)
     pages: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
     def page_chunks(self, page: str | None) -> tuple[int, ...]:
@@ -198,6 +199,7 @@ def build_knowledge(
     pages: dict[str, list[int]] = {}
     for index, chunk in enumerate(chunks):
         pages.setdefault(chunk.page, []).append(index)
+    numbers: dict[str, int] = {}
     return Knowledge(
         chunks=tuple(chunks),
         matrix=np.ascontiguousarray(matrix, dtype=np.float32),
@@ -211,6 +213,9 @@ def build_knowledge(
         heading_tf=arrays["heading_tf"].astype(np.float32),
         text_length=arrays["text_length"].astype(np.float32),
         heading_length=arrays["heading_length"].astype(np.float32),
+        page_of=np.fromiter(
+            (numbers.setdefault(chunk.page, len(numbers)) for chunk in chunks), np.int64, n
+        ),
         pages={page: tuple(indexes) for page, indexes in pages.items()},
     )
 

@@ -20,6 +20,8 @@ from steps.lib.hashing_embedder import HashingEmbedder
 from steps.lib.knowledge import Knowledge, chunk_document
 from steps.lib.retrieval import (
     K1,
+    LEXICAL_WEIGHT,
+    PAGE_WEIGHT,
     bm25_scores,
     cosines,
     degraded_answer,
@@ -34,6 +36,7 @@ from steps.lib.tokens import terms
 from steps.retrieve import TOP_MATCHES, _sources
 
 Scorer = Callable[[Knowledge, np.ndarray, Query], np.ndarray]
+HISTORY_CHARS = Settings().history_turn_max_chars  # what S4 passes
 RRF_K = 60  # the constant of the reciprocal rank fusion paper
 BEFORE_WEIGHT = 0.15  # the hybrid this issue replaced: cosine + 0.15 x IDF overlap
 
@@ -64,7 +67,7 @@ def missing_pages(kb: Knowledge, qs: QuestionSet) -> list[str]:
 
 def question_query(q: Mapping[str, Any]) -> Query:
     history = [{"role": "user", "content": q["previous"]}] if "previous" in q else []
-    return follow_up_query(q["question"], history)
+    return follow_up_query(q["question"], history, history_chars=HISTORY_CHARS)
 
 
 # --- the rankings ----------------------------------------------------------------------
@@ -82,9 +85,9 @@ def overlap_scores(kb: Knowledge, query: Query) -> np.ndarray:
 
 
 def rrf(kb: Knowledge, vector: np.ndarray, query: Query) -> np.ndarray:
-    """Reciprocal rank fusion of the cosine and BM25F orders."""
+    """Reciprocal rank fusion of the cosine and lexical orders."""
     fused = np.zeros(len(kb.chunks), dtype=np.float64)
-    for part in (cosines(kb.matrix, vector), bm25_scores(kb, query)):
+    for part in (cosines(kb.matrix, vector), lexical_scores(kb, query)):
         positions = np.empty(len(kb.chunks), dtype=np.float64)
         positions[order(part)] = np.arange(1, len(kb.chunks) + 1)
         fused += 1.0 / (RRF_K + positions)
@@ -98,15 +101,16 @@ def weighted(weight: float) -> Scorer:
 def rankings(extra: Mapping[str, Scorer] | None = None) -> dict[str, Scorer]:
     """The chosen hybrid first, then the baselines and the alternatives it was chosen over."""
     table: dict[str, Scorer] = {
-        "hybrid (chosen): cosine + LEXICAL_WEIGHT x BM25F/max": scores,
+        f"hybrid (chosen): cosine + {LEXICAL_WEIGHT} x (BM25F/max + {PAGE_WEIGHT} x page "
+        "BM25/max)": scores,
         f"BM25 (Okapi, k1 {K1}, b 0.75, one field)": lambda kb, v, q: bm25_scores(
             kb, plain_query(q.text), heading_weight=1.0
         ),
-        "lexical only (the hybrid's BM25F part, follow-up weights)": lambda kb, v, q: bm25_scores(
-            kb, q
+        "lexical only (the hybrid's lexical part: chunk + page BM25)": lambda kb, v, q: (
+            lexical_scores(kb, q)
         ),
         "cosine only (hashing embedder)": lambda kb, v, q: cosines(kb.matrix, v),
-        "reciprocal rank fusion (cosine, BM25F)": rrf,
+        "reciprocal rank fusion (cosine, lexical part)": rrf,
         f"before: cosine + {BEFORE_WEIGHT} x IDF overlap": lambda kb, v, q: (
             cosines(kb.matrix, v) + np.float32(BEFORE_WEIGHT) * overlap_scores(kb, q)
         ),
@@ -164,7 +168,7 @@ def chain_rate(
     kb: Knowledge,
     qs: QuestionSet,
     embedder: HashingEmbedder,
-    follow_up: FollowUp = follow_up_query,
+    follow_up: FollowUp | None = None,
 ) -> float:
     """Share of chains whose expected page is among the cited sources of turns 2 and 3.
 
@@ -178,7 +182,11 @@ def chain_rate(
         history: list[dict[str, str]] = []
         held = True
         for turn, message in enumerate(chain["turns"]):
-            query = follow_up(message, history)
+            query = (
+                follow_up(message, history)
+                if follow_up
+                else follow_up_query(message, history, history_chars=HISTORY_CHARS)
+            )
             ranked = rank(kb, embedder.embed([query.text])[0], query, limit=TOP_MATCHES)
             grounding = select_grounding(kb, ranked, None, budget, top_k=TOP_MATCHES)
             sources = _sources(grounding, [kb.chunks[i].id for i, _ in ranked])

@@ -227,5 +227,5 @@ def test_synth_warns_when_the_bundled_index_was_not_embedded_by_the_deployed_mod
 
     # The sample index uses the offline hashing embedder; Retrieve on AWS embeds with Titan.
     Annotations.from_stack(synth.chat_stack).has_warning(
-        "*", Match.string_like_regexp(".*embedded with 'hashing-v1'.*--embedder titan.*")
+        "*", Match.string_like_regexp(".*embedded with 'hashing-v2'.*--embedder titan.*")
     )

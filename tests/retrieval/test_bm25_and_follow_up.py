@@ -6,10 +6,18 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from steps.lib.followup import EARLIER_TURN_WEIGHT, follow_up_query, plain_query
 from steps.lib.knowledge import Chunk, Knowledge, build_knowledge, lexical_stats
-from steps.lib.retrieval import bm25_scores, degraded_answer, lexical_scores
+from steps.lib.retrieval import (
+    PAGE_WEIGHT,
+    bm25_scores,
+    degraded_answer,
+    lexical_scores,
+    page_bm25_scores,
+)
 
 
 @pytest.fixture(scope="module")
@@ -63,11 +71,31 @@ def test_query_weights_scale_each_terms_contribution(tiny: Knowledge) -> None:
     np.testing.assert_allclose(bm25_scores(tiny, query, heading_weight=1.0), expected, atol=1e-5)
 
 
-def test_lexical_scores_divide_by_the_best(tiny: Knowledge) -> None:
-    np.testing.assert_allclose(
-        lexical_scores(tiny, "dog"), [0.413603 / 0.470004, 1.0, 0.0], atol=1e-5
-    )
+def test_page_bm25_treats_each_page_as_one_document(tiny: Knowledge) -> None:
+    # One chunk per page here, so page BM25 = chunk BM25 (pages numbered in chunk order).
+    np.testing.assert_allclose(page_bm25_scores(tiny, "dog"), HAND["dog"], atol=1e-5)
+
+
+def test_lexical_scores_divide_by_the_best_and_add_the_page_part(tiny: Knowledge) -> None:
+    chunk = np.array([0.413603 / 0.470004, 1.0, 0.0])
+    expected = chunk * (1 + PAGE_WEIGHT)  # page = chunk here, gated where the chunk is 0
+    np.testing.assert_allclose(lexical_scores(tiny, "dog"), expected, atol=1e-5)
     assert not lexical_scores(tiny, "whale").any()
+
+
+def test_a_page_lends_its_evidence_to_its_sections_that_share_a_term() -> None:
+    chunks = [
+        Chunk("/p#1", "/p", "Pets", "cat care", 2),
+        Chunk("/p#2", "/p", "Pets", "cat food cat toys", 4),
+        Chunk("/p#3", "/p", "Pets", "fish", 1),
+        Chunk("/q#1", "/q", "Pets", "cat care", 2),
+        Chunk("/q#2", "/q", "Weather", "rain wind sun snow fog hail frost storm", 8),
+    ]
+    kb = build_knowledge(chunks, np.eye(5, 4, dtype=np.float32), "t", lexical_stats(chunks))
+    lexical = lexical_scores(kb, "cat care")
+    assert bm25_scores(kb, "cat care")[0] == bm25_scores(kb, "cat care")[3]
+    assert lexical[0] > lexical[3]  # same section; /p talks about cats throughout
+    assert lexical[2] == 0  # on the good page, but says nothing of the question
 
 
 def test_follow_up_weights_decay_with_each_earlier_turn() -> None:
@@ -82,7 +110,7 @@ def test_follow_up_weights_decay_with_each_earlier_turn() -> None:
     assert query.weights["roll"] == EARLIER_TURN_WEIGHT
     assert query.weights["passkey"] == EARLIER_TURN_WEIGHT**2
     assert "hardware" not in query.weights  # assistant turns are not folded in
-    # What gets embedded stays the previous user turn + the message: the priced bound.
+    # By default what gets embedded is the previous user turn + the message.
     assert query.text == "how do we roll them out\nwhat if someone loses theirs?"
 
 
@@ -90,6 +118,30 @@ def test_a_term_keeps_the_weight_of_its_most_recent_use() -> None:
     history = [{"role": "user", "content": "backup"}, {"role": "user", "content": "ransomware"}]
     query = follow_up_query("backup restore drills", history)
     assert query.weights["backup"] == 1.0
+
+
+@given(
+    message=st.text(max_size=60),
+    turns=st.lists(st.text(min_size=1, max_size=80), max_size=6),
+    cap=st.one_of(st.none(), st.integers(0, 200)),
+)
+def test_the_embedded_text_stays_within_the_priced_bound(
+    message: str, turns: list[str], cap: int | None
+) -> None:
+    history = [{"role": "user", "content": t} for t in turns]
+    text = follow_up_query(message, history, history_chars=cap).text
+    one_turn = len(turns[-1]) if turns else 0
+    assert len(text) <= (one_turn if cap is None else cap) + 1 + len(message)
+    assert text.endswith(message)
+
+
+def test_earlier_turns_are_embedded_newest_first_back_to_what_fits() -> None:
+    history = [{"role": "user", "content": t} for t in ("passkeys please", "roll out", "x")]
+    assert follow_up_query("and?", history, history_chars=100).text == (
+        "passkeys please\nroll out\nx\nand?"
+    )
+    assert follow_up_query("and?", history, history_chars=10).text == "roll out\nx\nand?"
+    assert follow_up_query("and?", history).text == "x\nand?"  # default: one turn's length
 
 
 def test_only_the_last_few_user_turns_count() -> None:

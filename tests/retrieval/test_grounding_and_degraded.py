@@ -105,13 +105,13 @@ def test_degraded_answer_is_none_when_nothing_shares_a_word(kb: Knowledge) -> No
 
 
 def test_degraded_answer_prefers_the_section_titled_with_the_question(kb: Knowledge) -> None:
-    # The glossary mentions every term, so the replaced scorer (IDF-weighted overlap)
-    # picks it; the page whose heading names the question is what the visitor asked about.
-    question = "What does a Content Security Policy block?"
+    # The glossary defines the term, so the replaced scorer (IDF-weighted overlap) picks
+    # it; the page about the subject is what the visitor asked about.
+    question = "What is a WAF?"
     naive = overlap_scores(kb, plain_query(question))
     assert kb.chunks[int(naive.argmax())].page == "/glossary"
     chunk = degraded_answer(kb, question)
-    assert chunk is not None and chunk.heading == "Content Security Policy in practice"
+    assert chunk is not None and chunk.page == "/posts/waf-rate-limiting"
 
 
 def test_degraded_answer_breaks_ties_towards_the_current_page() -> None:

@@ -10,7 +10,15 @@ import pytest
 from steps.lib.errors import KnowledgeError
 from steps.lib.hashing_embedder import HashingEmbedder
 from steps.lib.knowledge import Knowledge, chunk_document
-from steps.lib.retrieval import K1, LEXICAL_WEIGHT, B, follow_up_query, lexical_scores, rank
+from steps.lib.retrieval import (
+    K1,
+    LEXICAL_WEIGHT,
+    PAGE_WEIGHT,
+    B,
+    follow_up_query,
+    lexical_scores,
+    rank,
+)
 from steps.lib.tokens import terms
 
 QUERIES = [
@@ -23,14 +31,11 @@ QUERIES = [
 ]
 
 
-def brute_force(kb: Knowledge, vector: np.ndarray, text: str) -> list[tuple[int, float]]:
-    """The article's shape: map every chunk to a score in plain Python, then sort; the
-    lexical part is textbook BM25 written out term by term."""
-    docs = [Counter(terms(chunk_document(c))) for c in kb.chunks]
+def okapi(docs: list[Counter[str]], query: set[str]) -> list[float]:
+    """Textbook BM25 of each document, written out term by term."""
     n = len(docs)
     avgdl = sum(sum(d.values()) for d in docs) / n
-    query = set(terms(text))
-    bm25 = []
+    out = []
     for doc in docs:
         score = 0.0
         for t in query:
@@ -39,12 +44,29 @@ def brute_force(kb: Knowledge, vector: np.ndarray, text: str) -> list[tuple[int,
                 idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
                 norm = K1 * (1 - B + B * sum(doc.values()) / avgdl)
                 score += idf * doc[t] * (K1 + 1) / (doc[t] + norm)
-        bm25.append(score)
-    best = max(bm25) if bm25 and max(bm25) > 0 else 1.0
+        out.append(score)
+    return out
+
+
+def brute_force(kb: Knowledge, vector: np.ndarray, text: str) -> list[tuple[int, float]]:
+    """The article's shape: map every chunk to a score in plain Python, then sort; the
+    lexical part is chunk BM25 + its page's BM25 (the page = all its chunks' terms)."""
+    docs = [Counter(terms(chunk_document(c))) for c in kb.chunks]
+    page_docs: dict[str, Counter[str]] = {}
+    for chunk, doc in zip(kb.chunks, docs, strict=True):
+        page_docs.setdefault(chunk.page, Counter()).update(doc)
+    query = set(terms(text))
+    chunk_bm25 = okapi(docs, query)
+    page_bm25 = dict(zip(page_docs, okapi(list(page_docs.values()), query), strict=True))
+    best_chunk = max(chunk_bm25) or 1.0
+    best_page = max(page_bm25.values()) or 1.0
     scored = []
     for i, row in enumerate(kb.matrix.tolist()):
         cosine = sum(a * b for a, b in zip(row, vector.tolist(), strict=True))
-        scored.append((i, cosine + LEXICAL_WEIGHT * bm25[i] / best))
+        lexical = chunk_bm25[i] / best_chunk
+        if lexical > 0:
+            lexical += PAGE_WEIGHT * page_bm25[kb.chunks[i].page] / best_page
+        scored.append((i, cosine + LEXICAL_WEIGHT * lexical))
     return sorted(scored, key=lambda pair: -pair[1])
 
 
@@ -72,12 +94,16 @@ def test_the_lexical_part_changes_the_winner_for_a_proper_noun(
     hybrid = kb.chunks[rank(kb, vector, text)[0][0]]
     assert "Evilginx" in hybrid.text
     assert "Evilginx" not in cosine_only.text  # the naive variant misses it
-    assert lexical_scores(kb, text).max() == pytest.approx(1.0)
+    assert lexical_scores(kb, text).max() == pytest.approx(1.0 + PAGE_WEIGHT)
 
 
-def test_lexical_scores_are_normalised_between_zero_and_one(kb: Knowledge) -> None:
-    scores = lexical_scores(kb, "WAF DDoS OWASP passkeys Bergen")
-    assert scores.min() >= 0.0 and scores.max() <= 1.0 + 1e-6 and scores.max() > 0
+def test_lexical_scores_are_bounded_and_zero_without_a_shared_term(kb: Knowledge) -> None:
+    text = "WAF DDoS OWASP passkeys Bergen"
+    scores = lexical_scores(kb, text)
+    assert scores.min() >= 0.0 and scores.max() <= 1.0 + PAGE_WEIGHT + 1e-6 and scores.max() > 0
+    wanted = set(terms(text))
+    for chunk, score in zip(kb.chunks, scores.tolist(), strict=True):
+        assert (score > 0) == bool(wanted & set(terms(chunk_document(chunk))))
 
 
 def test_limit_returns_the_same_head_as_the_full_ranking(
@@ -98,11 +124,16 @@ def test_a_follow_up_finds_its_topic_only_through_the_earlier_turns(
     kb: Knowledge, embedder: HashingEmbedder
 ) -> None:
     def top_page(message: str, history: list[dict[str, str]]) -> str:
-        query = follow_up_query(message, history)
+        query = follow_up_query(message, history, history_chars=2000)
         return kb.chunks[rank(kb, embedder.embed([query.text])[0], query)[0][0]].page
 
-    message = "how often should we test restoring them?"
-    history = [{"role": "user", "content": "How should I protect backups from ransomware?"}]
+    message = "How often should we practise getting them back?"
+    history = [
+        {"role": "user", "content": "How should I protect my backups from ransomware?"},
+        {"role": "assistant", "content": "Keep one copy offline."},
+        {"role": "user", "content": "Can AWS make them impossible to delete?"},
+        {"role": "assistant", "content": "Object Lock in compliance mode."},
+    ]
     assert top_page(message, history) == "/posts/ransomware-backups"
     assert top_page(message, []) != "/posts/ransomware-backups"
 
