@@ -33,8 +33,8 @@ from .knowledge import Chunk, Knowledge
 
 __all__ = ["Query", "follow_up_query", "plain_query"]
 
-LEXICAL_WEIGHT = 0.5
-PAGE_WEIGHT = 0.8  # of the page's BM25 inside the lexical part: 0.4 of the cosine's scale
+LEXICAL_WEIGHT = 0.3
+PAGE_WEIGHT = 0.4  # of the page's BM25 inside the lexical part
 K1 = 1.2
 B = 0.75
 # Measured (docs/benchmarks.md): a boosted heading field did not help beside the cosine
