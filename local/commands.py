@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from ops.aws import edge_context
-from steps.lib.errors import SettingsError
+from steps.lib.errors import ChatguardError, SettingsError
 from steps.lib.settings import ENV_PREFIX, Settings, cdk_context
 
 DEFAULT_IP = "192.0.2.1"  # a documentation address: the local visitor
@@ -67,6 +67,19 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     serve.set_defaults(func=run_serve)
 
 
+def index_problem(settings: Settings) -> str | None:
+    """Why the bundled index cannot serve this runtime (one line), or None."""
+    from steps.lib import knowledge, models
+
+    try:
+        knowledge.load_knowledge(
+            settings.knowledge_dir, embedder=models.query_embedder(settings).id
+        )
+    except ChatguardError as exc:
+        return str(exc)
+    return None
+
+
 def run_chat(args: argparse.Namespace) -> int:
     from .edge import EdgeRefusal, parse_body
     from .render import outcome_text, quiet_logs
@@ -117,6 +130,10 @@ def run_serve(args: argparse.Namespace) -> int:
         options = EdgeOptions(args.rate_limit, args.rate_window, args.trust_viewer_address)
     except (SettingsError, ValueError) as exc:
         print(f"chatguard serve: {exc}", file=sys.stderr)
+        return 2
+    problem = index_problem(settings)
+    if problem:  # said once, at start, rather than as a 503 on every message
+        print(f"chatguard serve: {problem}", file=sys.stderr)
         return 2
     if args.host not in ("127.0.0.1", "::1", "localhost"):
         print("warning: serving beyond loopback; this server is for local use", file=sys.stderr)

@@ -230,15 +230,30 @@ def load_knowledge(directory: Path, *, embedder: str | None = None) -> Knowledge
     directory = Path(directory)
     metadata = _read_metadata(directory)
     if embedder is not None and metadata["embedder"]["id"] != embedder:
-        raise KnowledgeError(
-            f"knowledge artifact was built with embedder {metadata['embedder']['id']!r}, "
-            f"but this runtime embeds queries with {embedder!r}: rebuild the index"
+        raise incompatible(
+            directory,
+            f"was built with embedder {metadata['embedder']['id']!r}, but this runtime embeds "
+            f"queries with {embedder!r}",
+            embedder,
         )
     matrix = _read_matrix(directory, metadata)
     chunks = [
         Chunk(c["id"], c["page"], c["heading"], c["text"], c["tokens"]) for c in metadata["chunks"]
     ]
     return build_knowledge(chunks, matrix, metadata["embedder"]["id"], metadata["lexical"])
+
+
+def incompatible(directory: Path, why: str, embedder: str | None = None) -> KnowledgeError:
+    """One line for an index this runtime cannot use: where it is, why, how to rebuild it.
+
+    Said when the step loads the index (S4 before any embedding, S7 before answering) and
+    by `chatguard serve` at start, so an operator reads it before a visitor sees a 503.
+    """
+    titan = " --embedder titan" if embedder and embedder.startswith("bedrock:") else ""
+    return KnowledgeError(
+        f"the knowledge index in {directory} {why}: rebuild it with "
+        f"`chatguard index SITE_DIR --out {directory}{titan}`"
+    )
 
 
 def _read_metadata(directory: Path) -> dict[str, Any]:
@@ -256,17 +271,17 @@ def _read_metadata(directory: Path) -> dict[str, Any]:
     if not isinstance(metadata, dict):
         raise KnowledgeError(f"{METADATA_FILE} is not a JSON object")
     if metadata.get("schema") != SCHEMA_VERSION:
-        raise KnowledgeError(
-            f"{METADATA_FILE} has schema {metadata.get('schema')!r}, this runtime reads "
-            f"schema {SCHEMA_VERSION}: rebuild the index"
+        raise incompatible(
+            directory,
+            f"has schema {metadata.get('schema')!r}, this runtime reads schema {SCHEMA_VERSION}",
         )
     if not sealed(raw):
         raise KnowledgeError(f"{METADATA_FILE} checksum mismatch: the file is corrupted")
     if metadata["lexical"].get("terms_version") != TERMS_VERSION:
-        raise KnowledgeError(
-            f"{METADATA_FILE} was tokenised with terms version "
-            f"{metadata['lexical'].get('terms_version')!r}, this runtime uses "
-            f"{TERMS_VERSION}: rebuild the index"
+        raise incompatible(
+            directory,
+            f"was tokenised with terms version {metadata['lexical'].get('terms_version')!r}, "
+            f"this runtime uses {TERMS_VERSION}",
         )
     return metadata
 
@@ -285,7 +300,9 @@ def _read_matrix(directory: Path, metadata: Mapping[str, Any]) -> np.ndarray:
         raise KnowledgeError(f"{MATRIX_FILE} is not a valid .npy file: {exc}") from exc
     expected = (len(metadata["chunks"]), int(metadata["embedder"]["dimensions"]))
     if matrix.shape != expected or matrix.dtype not in (np.float16, np.float32):
-        raise KnowledgeError(f"{MATRIX_FILE} is {matrix.dtype} {matrix.shape}, expected {expected}")
+        raise incompatible(
+            directory, f"holds a {matrix.dtype} {matrix.shape} matrix, not {expected}"
+        )
     # Ranking runs in float32: numpy has no fast float16 matrix product.
     return np.asarray(matrix, dtype=np.float32)
 
