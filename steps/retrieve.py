@@ -22,8 +22,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     s, request = settings(), event["request"]
     embedder = models.query_embedder(s)
     kb = knowledge.load_knowledge(s.knowledge_dir, embedder=embedder.id)
-    history, cap = request.get("history") or [], s.history_turn_max_chars
-    query = retrieval.follow_up_query(request["message"], history, history_chars=cap)
+    history, cap, page = request.get("history") or [], s.history_turn_max_chars, request.get("page")
+    query = retrieval.follow_up_query(request["message"], history, history_chars=cap, page=page)
     vector, embedding_tokens = embedder.embed_query(query.text)
     ranked = retrieval.rank(kb, vector, query, limit=TOP_MATCHES)
     chunks = retrieval.select_grounding(

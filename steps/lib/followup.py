@@ -8,8 +8,12 @@ turns, so the query folds in the visitor's earlier messages:
   (at most EARLIER_TURNS of them), so the topic of the first question still counts two
   turns later, yet a message with its own terms is not outvoted by the past;
 - the embedded text is those earlier user turns, newest kept first, within one history
-  turn's length, + newline + the message: the length the embedding reserve is priced for
-  (pricing.query_max_chars), so folding in more turns costs no more than before.
+  turn's length, + newline + the message: never longer than the previous turn + message
+  could already be, so folding in more turns costs no more to embed than before.
+
+The page the visitor is reading travels with the query: ranking gives its chunks a small
+prior (retrieval.CURRENT_PAGE_WEIGHT), so the sections of the passkeys page stay among
+the matches of "what happens if someone loses theirs?" asked there.
 
 Chosen on the three-turn chains of docs/benchmarks.md: the previous turn alone lost the
 topic of the first question by the third turn. Assistant turns are not folded in.
@@ -31,17 +35,22 @@ class Query:
     text: str  # what gets embedded
     weights: Mapping[str, float]  # content term -> weight, for lexical scoring
     own_terms: int  # content terms of the message itself (0: nothing to look for)
+    page: str | None = None  # the page the visitor is reading, a prior for ranking
 
 
 def follow_up_query(
-    message: str, history: Sequence[Mapping[str, str]], *, history_chars: int | None = None
+    message: str,
+    history: Sequence[Mapping[str, str]],
+    *,
+    history_chars: int | None = None,
+    page: str | None = None,
 ) -> Query:
     """The query for `message`, given the conversation before it (oldest first).
 
     The embedded text holds whole earlier user turns, newest first back to the oldest
     that fits, within `history_chars` characters (newlines included; None = the length
     of the previous user turn), then a newline and the message: at most
-    history_chars + 1 + len(message), the length the embedding reserve is priced for.
+    history_chars + 1 + len(message) characters.
     """
     earlier = [
         turn["content"]
@@ -60,7 +69,7 @@ def follow_up_query(
             break
         kept.insert(0, turn)
     text = "\n".join([*kept, message])
-    return Query(text=text, weights=weights, own_terms=len(own))
+    return Query(text=text, weights=weights, own_terms=len(own), page=page)
 
 
 def plain_query(text: str) -> Query:

@@ -5,12 +5,13 @@ Two files in one directory, written by `chatguard index` (indexer/artifact.py):
 - ``embeddings.npy``: the n x d embedding matrix (float16 on disk, see docs/knowledge.md
   for the measurement behind that choice), rows in chunk order, each L2-normalised;
 - ``knowledge.json``: schema version, embedder id and dimensions, the chunks (page,
-  heading trail, text, token count, content hash), the lexical statistics (vocabulary
-  and each chunk's term ids), the SHA-256 of the matrix file, and as its last key a
-  checksum of everything before it.
+  heading trail, plain text, token count, content hash), the lexical statistics
+  (vocabulary and BM25 postings with term frequencies and field lengths), the SHA-256
+  of the matrix file, and as its last key a checksum of everything before it.
 
-The runtime refuses an artifact whose schema, checksum, shape or embedder does not
-match, with a KnowledgeError saying which: the retrieval steps then fail closed.
+The runtime refuses an artifact whose schema, checksum, shape, terms version or embedder
+does not match, with a one-line KnowledgeError saying which, where the index is and how
+to rebuild it: the retrieval steps then fail closed.
 """
 
 from __future__ import annotations

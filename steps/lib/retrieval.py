@@ -4,20 +4,20 @@ score(chunk) = cosine(query, chunk)
                + LEXICAL_WEIGHT x (BM25F(chunk) / max + PAGE_WEIGHT x BM25(its page) / max)
 
 The lexical part is Okapi BM25 over two fields (BM25F): a term in the chunk's heading
-trail counts a field weight times a term in its text, in the term frequency and in the
-document length alike, then the usual saturation (K1) and length normalisation (B); each
-query term is scaled by its follow-up weight (followup.py). The page part is BM25 over
-whole pages, so a section of the page that talks about the question throughout beats a
-lone section elsewhere that shares a few of its words.
-It is divided by its best value for the query, so it lies in 0..1 like the cosine: a
-rare acronym or proper noun ("WAF", "shrinkwrap") moves a chunk up even when the
-embedding blurs it. The fusion (normalised weighted sum rather than reciprocal rank
-fusion) and the weights were chosen by `make bench-retrieval` on two question sets, one
-over documentation nobody on the team wrote (docs/benchmarks.md).
+trail counts HEADING_FIELD_WEIGHT times a term in its text, in the term frequency and in
+the document length alike, then the usual saturation (K1) and length normalisation (B);
+each query term is scaled by its follow-up weight (followup.py). The page part is BM25
+over whole pages, added only to chunks that share a term with the query, so a section
+of a page that talks about the question throughout beats a lone section elsewhere that
+shares a few of its words. Each part is divided by its best value for the query, so it
+lies in 0..1 like the cosine: a rare acronym or proper noun ("WAF", "shrinkwrap") moves
+a chunk up even when the embedding blurs it. The fusion (normalised weighted sum rather
+than reciprocal rank fusion) and the weights were chosen by `make bench-retrieval` on two
+question sets, one over documentation nobody on the team wrote (docs/benchmarks.md).
 
-Both parts are computed for every chunk in one vectorised pass: a matrix-vector product
-for the cosine (rows and query are unit length) and a bincount over the query terms'
-postings for BM25F.
+Everything is computed for every chunk in one vectorised pass: a matrix-vector product
+for the cosine (rows and query are unit length) and bincounts over the query terms'
+postings for the two BM25s.
 """
 
 from __future__ import annotations
@@ -35,6 +35,10 @@ __all__ = ["Query", "follow_up_query", "plain_query"]
 
 LEXICAL_WEIGHT = 0.3
 PAGE_WEIGHT = 0.4  # of the page's BM25 inside the lexical part
+# Added to the chunks of the page the visitor is reading: it lifts them for a vague
+# follow-up without overriding a clear match elsewhere (docs/benchmarks.md measures the
+# questions asked from an unrelated page: 0.3 cost 0.06 MRR there, 0.15 almost nothing).
+CURRENT_PAGE_WEIGHT = 0.15
 K1 = 1.2
 B = 0.75
 # Measured (docs/benchmarks.md): a boosted heading field did not help beside the cosine
@@ -163,7 +167,12 @@ def scores(kb: Knowledge, query_vector: np.ndarray, query: Query | str) -> np.nd
         raise KnowledgeError(
             f"query vector has {vector.shape[0]} dimensions, the index has {kb.dimensions}"
         )
-    return cosines(kb.matrix, vector) + np.float32(LEXICAL_WEIGHT) * lexical_scores(kb, query)
+    query = as_query(query)
+    total = cosines(kb.matrix, vector) + np.float32(LEXICAL_WEIGHT) * lexical_scores(kb, query)
+    current = list(kb.page_chunks(query.page))
+    if current:
+        total[current] += np.float32(CURRENT_PAGE_WEIGHT)
+    return total
 
 
 def cosines(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:

@@ -66,8 +66,7 @@ def missing_pages(kb: Knowledge, qs: QuestionSet) -> list[str]:
 
 
 def question_query(q: Mapping[str, Any]) -> Query:
-    history = [{"role": "user", "content": q["previous"]}] if "previous" in q else []
-    return follow_up_query(q["question"], history, history_chars=HISTORY_CHARS)
+    return follow_up_query(q["question"], _history(q), history_chars=HISTORY_CHARS)
 
 
 # --- the rankings ----------------------------------------------------------------------
@@ -169,12 +168,15 @@ def chain_rate(
     qs: QuestionSet,
     embedder: HashingEmbedder,
     follow_up: FollowUp | None = None,
+    *,
+    on_page: bool = False,
 ) -> float:
     """Share of chains whose expected page is among the cited sources of turns 2 and 3.
 
     Each turn runs what S4 Retrieve runs (follow-up query, hybrid rank, grounding within
-    the default budget, sources), with the earlier turns as history; the visitor is on no
-    page, so the current page cannot carry the topic.
+    the default budget, sources), with the earlier turns as history. By default the
+    visitor is on no page, so the current page cannot carry the topic; `on_page` puts the
+    visitor on the chain's page (a visitor asking about what they are reading).
     """
     budget = Settings().grounding_token_budget
     kept = 0
@@ -182,19 +184,36 @@ def chain_rate(
         history: list[dict[str, str]] = []
         held = True
         for turn, message in enumerate(chain["turns"]):
+            page = chain["page"] if on_page else None
             query = (
                 follow_up(message, history)
                 if follow_up
-                else follow_up_query(message, history, history_chars=HISTORY_CHARS)
+                else follow_up_query(message, history, history_chars=HISTORY_CHARS, page=page)
             )
             ranked = rank(kb, embedder.embed([query.text])[0], query, limit=TOP_MATCHES)
-            grounding = select_grounding(kb, ranked, None, budget, top_k=TOP_MATCHES)
+            grounding = select_grounding(kb, ranked, page, budget, top_k=TOP_MATCHES)
             sources = _sources(grounding, [kb.chunks[i].id for i, _ in ranked])
             if turn > 0:
                 held = held and any(s["page"] == chain["page"] for s in sources)
             history += [{"role": "user", "content": message}, {"role": "assistant", "content": ""}]
         kept += held
     return kept / len(qs.chains) if qs.chains else float("nan")
+
+
+def unrelated_page_mrr(kb: Knowledge, qs: QuestionSet, embedder: HashingEmbedder) -> float:
+    """MRR of the hybrid when the visitor reads another page (the next one in path order)
+    than the one that answers: the current-page prior must not drown a clear match."""
+    pages = sorted(kb.pages)
+    ranks = []
+    for q in qs.questions:
+        other = pages[(pages.index(q["page"]) + 1) % len(pages)]
+        query = follow_up_query(q["question"], _history(q), history_chars=HISTORY_CHARS, page=other)
+        ranks.append(page_rank(kb, scores(kb, embedder.embed([query.text])[0], query), q["page"]))
+    return summarise(ranks).mrr
+
+
+def _history(q: Mapping[str, Any]) -> list[dict[str, str]]:
+    return [{"role": "user", "content": q["previous"]}] if "previous" in q else []
 
 
 def previous_turn_only(message: str, history: Sequence[Mapping[str, str]]) -> Query:

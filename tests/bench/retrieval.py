@@ -35,7 +35,7 @@ from steps.lib.knowledge import (
     lexical_stats,
     load_knowledge,
 )
-from steps.lib.retrieval import K1, B, cosines, rank
+from steps.lib.retrieval import CURRENT_PAGE_WEIGHT, K1, B, cosines, rank
 from steps.lib.tokens import terms
 from tests.bench import corpora, quality, report
 
@@ -87,6 +87,8 @@ def quality_report(kb: Knowledge, qs: quality.QuestionSet) -> dict[str, Any]:
         "degraded": quality.degraded_rate(kb, qs),
         "chains": quality.chain_rate(kb, qs, EMBEDDER),
         "chains_before": quality.chain_rate(kb, qs, EMBEDDER, quality.previous_turn_only),
+        "chains_on_page": quality.chain_rate(kb, qs, EMBEDDER, on_page=True),
+        "unrelated_page_mrr": quality.unrelated_page_mrr(kb, qs, EMBEDDER),
         "questions": len(qs.questions),
         "n_chains": len(qs.chains),
         "chunks": len(kb.chunks),
@@ -112,7 +114,10 @@ def quality_table(title: str, result: dict[str, Any]) -> list[str]:
         f"- follow-up chains keeping their topic (expected page cited at turns 2 and 3): "
         f"{result['chains']:.2f}, with the previous user turn only (before): "
         f"{result['chains_before']:.2f} (target >= 0.80: "
-        f"{'met' if result['chains'] >= 0.80 else 'NOT met'})",
+        f"{'met' if result['chains'] >= 0.80 else 'NOT met'}); with the visitor reading "
+        f"the chain's page: {result['chains_on_page']:.2f}",
+        f"- hybrid MRR with the visitor on an unrelated page (the current-page prior of "
+        f"{CURRENT_PAGE_WEIGHT} must not drown a clear match): {result['unrelated_page_mrr']:.3f}",
     ]
 
 
@@ -288,7 +293,7 @@ def table(own: dict[str, Any], npm: dict[str, Any], npm_corpus: corpora.Corpus,
             ),
             "",
             "**Cold load**, 124 chunks x 1024 dimensions (artifact = read both files, verify both "
-            "checksums, widen to float32, build the lexical postings: ready to rank; one JSON "
+            "checksums, widen to float32, decode the BM25 postings: ready to rank; one JSON "
             "file = the same chunks with each embedding as a list of numbers, as in the article):",
             "",
             "| form | bytes on disk | load |",

@@ -9,14 +9,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from steps.lib.followup import EARLIER_TURN_WEIGHT, follow_up_query, plain_query
+from steps.lib.followup import EARLIER_TURN_WEIGHT, Query, follow_up_query, plain_query
+from steps.lib.hashing_embedder import HashingEmbedder
 from steps.lib.knowledge import Chunk, Knowledge, build_knowledge, lexical_stats
 from steps.lib.retrieval import (
+    CURRENT_PAGE_WEIGHT,
     PAGE_WEIGHT,
     bm25_scores,
     degraded_answer,
     lexical_scores,
     page_bm25_scores,
+    rank,
 )
 
 
@@ -164,3 +167,35 @@ def test_a_message_with_no_content_term_finds_nothing_in_degraded_mode(
 def test_idf_weights_are_bm25s() -> None:
     # Guard the constant the hand values above rely on.
     assert math.log(1 + 2.5 / 1.5) == pytest.approx(0.980829, abs=1e-6)
+
+
+def test_the_current_page_lifts_a_vague_follow_up_into_the_matches(
+    kb: Knowledge, embedder: HashingEmbedder
+) -> None:
+    # The walk-through: on the passkeys page, the later turns drifted elsewhere.
+    page = "/posts/mfa-and-passkeys"
+    history = [
+        {"role": "user", "content": "Which second factors actually hold up against phishing?"},
+        {"role": "assistant", "content": "Hardware keys and passkeys."},
+        {"role": "user", "content": "How should a small team roll them out?"},
+        {"role": "assistant", "content": "Start with the accounts that can change others."},
+    ]
+    message = "What happens if someone loses theirs?"
+
+    def position(query: Query) -> int:
+        pages = [kb.chunks[i].page for i, _ in rank(kb, embedder.embed([query.text])[0], query)]
+        return pages.index(page)
+
+    with_page = position(follow_up_query(message, history, history_chars=2000, page=page))
+    without = position(follow_up_query(message, history, history_chars=2000))
+    assert with_page < without and with_page < 5
+
+
+def test_the_current_page_prior_does_not_drown_a_clear_match(
+    kb: Knowledge, embedder: HashingEmbedder
+) -> None:
+    query = follow_up_query("What does DMARC p=reject do?", [], page="/posts/mfa-and-passkeys")
+    assert kb.chunks[rank(kb, embedder.embed([query.text])[0], query, limit=1)[0][0]].page == (
+        "/posts/phishing-email-authentication"
+    )
+    assert CURRENT_PAGE_WEIGHT < 0.2  # a prior, not a filter
