@@ -62,7 +62,7 @@ def artifact_metadata(
             }
             for c, doc in zip(chunks, documents, strict=True)
         ],
-        "lexical": lexical_stats(documents),
+        "lexical": lexical_stats(chunks),
     }
     return metadata
 

@@ -1,4 +1,5 @@
-"""A page's blocks -> heading-delimited chunks (h1-h3), sized for grounding.
+"""A page's blocks -> heading-delimited chunks (h1-h3), sized for grounding, stored as
+plain text (plaintext.py: rendered from Markdown here, once, not on every answer).
 
 - Each h1-h3 heading starts a section; its heading trail ("Page > Section > Sub") is the
   chunk's `heading`. Deeper headings (h4-h6) stay inside their section's text.
@@ -19,6 +20,7 @@ from steps.lib.knowledge import Chunk, chunk_document
 from steps.lib.tokens import count_tokens
 
 from .pages import Page
+from .plaintext import inline_text, markdown_to_text
 
 MAX_TOKENS = 400
 MIN_TOKENS = 40
@@ -48,14 +50,16 @@ def chunk_page(
 def _sections(page: Page) -> list[_Piece]:
     trail: dict[int, str] = {}
     sections: list[_Piece] = []
-    current = _Piece(page.title, page.title, 1, "")
+    current = _Piece(inline_text(page.title), inline_text(page.title), 1, "")
     for block in page.blocks:
         if 1 <= block.level <= 3:
             sections.append(current)
+            title = inline_text(block.text)  # "Keeping files *out*" -> "Keeping files out"
             trail = {lvl: text for lvl, text in trail.items() if lvl < block.level}
-            trail[block.level] = block.text
-            names = [trail.get(1, page.title)] + [trail[lvl] for lvl in (2, 3) if lvl in trail]
-            current = _Piece(" > ".join(names), block.text, block.level, "")
+            trail[block.level] = title
+            names = [trail.get(1, inline_text(page.title))]
+            names += [trail[lvl] for lvl in (2, 3) if lvl in trail]
+            current = _Piece(" > ".join(names), title, block.level, "")
         else:
             body = block.text if block.level == 0 else "#" * block.level + " " + block.text
             current.text = f"{current.text}\n\n{body}" if current.text else body
@@ -139,7 +143,8 @@ def _to_chunks(page: str, pieces: list[_Piece]) -> list[Chunk]:
         seen[anchor] = seen.get(anchor, 0) + 1
         if seen[anchor] > 1:
             anchor = f"{anchor}-{seen[anchor]}"
-        draft = Chunk(f"{page}#{anchor}", page, piece.heading, piece.text.strip(), 0)
+        text = markdown_to_text(piece.text.strip())  # what visitors read: plain prose
+        draft = Chunk(f"{page}#{anchor}", page, piece.heading, text, 0)
         chunks.append(replace(draft, tokens=count_tokens(chunk_document(draft))))
     return chunks
 

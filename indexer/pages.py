@@ -50,6 +50,8 @@ def parse_page(relative: str, content: str) -> Page:
     else:
         meta, body = split_front_matter(content)
         title, blocks = meta.get("title", ""), parse_markdown(body)
+        if meta.get("description"):  # the page's one-line summary is what it is about
+            blocks.insert(0, Block(0, meta["description"]))
     if not title:
         title = next((b.text for b in blocks if b.level == 1), "") or _title_from(relative)
     return Page(relative, page_path(relative), title, tuple(blocks))

@@ -223,7 +223,7 @@ def _pip_install(requirements: tuple[str, ...], target: Path) -> None:
 
 
 def index_embedder() -> BuiltIndex:
-    """The embedder recorded in build/knowledge/knowledge.json (id, e.g. "hashing-v1", and
+    """The embedder recorded in build/knowledge/knowledge.json (id, e.g. "hashing-v2", and
     dimensions)."""
     meta = json.loads(_knowledge_file("knowledge.json").read_text(encoding="utf-8"))
     embedder = meta.get("embedder", {})

@@ -51,6 +51,7 @@ STEP_SETTINGS: dict[str, tuple[str, ...]] = {
         "embedding_model_id",
         "embedding_dimensions",
         "grounding_token_budget",
+        "history_turn_max_chars",  # how much of the earlier user turns the query embeds
         *BEDROCK_TIMEOUTS,
     ),
     "Invoke": (

@@ -1,5 +1,5 @@
 """S7 Degraded: a budget tripped (or the operator chose so): the closest section of the site,
-verbatim, with its source. Lexical match only: no embedding, no model, zero cost.
+as plain text, with its source. Lexical match only: no embedding, no model, zero cost.
 """
 
 from __future__ import annotations
@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from steps.lib import init_phase, observability
-from steps.lib.plaintext import markdown_to_text
 from steps.lib.settings import settings
 
 
@@ -32,12 +31,13 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
     s, request = settings(), event["request"]
     kb = knowledge.load_knowledge(s.knowledge_dir)
-    text = retrieval.query_text(request["message"], request.get("history") or [])
-    chunk = retrieval.degraded_answer(kb, text, page=request.get("page"))
+    query = retrieval.follow_up_query(request["message"], request.get("history") or [])
+    chunk = retrieval.degraded_answer(kb, query, page=request.get("page"))
     observability.decision("degraded", reason=event.get("reason"), matched=chunk is not None)
     if chunk is None:
         return {"statusCode": 200, "body": {"reply": NOTHING, "degraded": True, "sources": []}}
-    body = markdown_to_text(chunk.text)  # the widget shows text: `**WAF**` would show as is
-    reply = f"{FRAMING}\n\n{chunk.heading} ({chunk.page})\n\n{body}"
+    # The text is plain already (rendered at index time); the heading trail and page come
+    # once, as the source the widget links, not repeated above the text.
+    reply = f"{FRAMING}\n\n{chunk.text}"
     sources = [{"page": chunk.page, "heading": chunk.heading}]
     return {"statusCode": 200, "body": {"reply": reply, "degraded": True, "sources": sources}}

@@ -1,4 +1,5 @@
-"""S4 Retrieve: embed (previous user turn + message), hybrid-rank the index, cut to budget.
+"""S4 Retrieve: embed (previous user turn + message), hybrid-rank the index with the
+conversation's earlier terms folded in (retrieval.follow_up_query), cut to budget.
 
 The index is loaded (and checked against the query embedder) before the embedding call, so
 a missing or mismatched artifact fails closed without paying for an embedding. The query is
@@ -26,12 +27,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     s, request = settings(), event["request"]
     embedder = models.query_embedder(s)
     kb = knowledge.load_knowledge(s.knowledge_dir, embedder=embedder.id)
-    text = byte_bound.cut_to_bound(
-        retrieval.query_text(request["message"], request.get("history") or []),
-        pricing.TITAN_QUERY_MAX_BYTES,
-    )
+    history, cap, page = request.get("history") or [], s.history_turn_max_chars, request.get("page")
+    query = retrieval.follow_up_query(request["message"], history, history_chars=cap, page=page)
+    text = byte_bound.cut_to_bound(query.text, pricing.TITAN_QUERY_MAX_BYTES)
     vector, embedding_tokens = embedder.embed_query(text)
-    ranked = retrieval.rank(kb, vector, text, limit=TOP_MATCHES)
+    ranked = retrieval.rank(kb, vector, query, limit=TOP_MATCHES)
     chunks = retrieval.select_grounding(
         kb, ranked, request.get("page"), s.grounding_token_budget, top_k=TOP_MATCHES
     )

@@ -29,7 +29,7 @@ _NGRAMS = (3, 4, 5)
 class HashingEmbedder:
     """Deterministic feature-hashing embedder; `id` changes whenever the output would."""
 
-    id = "hashing-v1"
+    id = "hashing-v2"  # v2: terms fold verb endings (tokens.TERMS_VERSION 2)
 
     def __init__(self, dimensions: int = 1024) -> None:
         if dimensions < 16:

@@ -5,12 +5,13 @@ Two files in one directory, written by `chatguard index` (indexer/artifact.py):
 - ``embeddings.npy``: the n x d embedding matrix (float16 on disk, see docs/knowledge.md
   for the measurement behind that choice), rows in chunk order, each L2-normalised;
 - ``knowledge.json``: schema version, embedder id and dimensions, the chunks (page,
-  heading trail, text, token count, content hash), the lexical statistics (vocabulary
-  and each chunk's term ids), the SHA-256 of the matrix file, and as its last key a
-  checksum of everything before it.
+  heading trail, plain text, token count, content hash), the lexical statistics
+  (vocabulary and BM25 postings with term frequencies and field lengths), the SHA-256
+  of the matrix file, and as its last key a checksum of everything before it.
 
-The runtime refuses an artifact whose schema, checksum, shape or embedder does not
-match, with a KnowledgeError saying which: the retrieval steps then fail closed.
+The runtime refuses an artifact whose schema, checksum, shape, terms version or embedder
+does not match, with a one-line KnowledgeError saying which, where the index is and how
+to rebuild it: the retrieval steps then fail closed.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import hashlib
 import hmac
 import io
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -31,8 +33,16 @@ import numpy as np
 from .errors import KnowledgeError
 from .tokens import TERMS_VERSION, terms
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: BM25F postings (term frequencies, field lengths), plain-text chunks
 METADATA_FILE = "knowledge.json"
+_LEXICAL_ARRAYS = (
+    "document_frequency",
+    "postings",
+    "text_tf",
+    "heading_tf",
+    "text_length",
+    "heading_length",
+)
 MATRIX_FILE = "embeddings.npy"
 _SEAL_HEAD = b',"checksum":"'
 _SEAL_TAIL = b'"}'
@@ -57,6 +67,11 @@ class Knowledge:
     idf: np.ndarray  # float32 per term id
     postings_ptr: np.ndarray  # CSR by term: chunks of term t = postings[ptr[t]:ptr[t+1]]
     postings: np.ndarray
+    text_tf: np.ndarray  # per posting: the term's count in the chunk's text
+    heading_tf: np.ndarray  # per posting: the term's count in the chunk's heading trail
+    text_length: np.ndarray  # per chunk: terms in its text
+    heading_length: np.ndarray  # per chunk: terms in its heading trail
+    page_of: np.ndarray  # per chunk: its page's number (pages in order of first chunk)
     pages: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
     def page_chunks(self, page: str | None) -> tuple[int, ...]:
@@ -90,25 +105,39 @@ def idf_weights(document_frequency: np.ndarray, n_chunks: int) -> np.ndarray:
     return np.log1p((n_chunks - df + 0.5) / (df + 0.5)).astype(np.float32)
 
 
-def lexical_stats(documents: Sequence[str]) -> dict[str, Any]:
-    """The lexical statistics as stored in knowledge.json.
+def lexical_stats(chunks: Sequence[Chunk]) -> dict[str, Any]:
+    """The lexical statistics as stored in knowledge.json: BM25F postings, term-major.
 
-    `terms` is the vocabulary (term id = position); each chunk's distinct term ids are
-    stored flat as little-endian int32 in base64 (`chunk_terms`, with `chunk_lengths`
-    saying how many belong to each chunk): JSON lists of small integers took half of the
-    load time, and document frequencies are recomputed from them in one bincount.
+    `terms` is the vocabulary (term id = position). For each term, in term-id order, the
+    chunks that hold it (`postings`, ascending) with the term's count in the chunk's text
+    (`text_tf`) and in its heading trail (`heading_tf`); `document_frequency` says how many
+    postings belong to each term, and `text_length` / `heading_length` give each chunk's
+    term count per field. All are little-endian int32 in base64: JSON lists of small
+    integers took half of the load time, and term-major order means loading is a decode
+    and a cumulative sum, no sort.
     """
     vocabulary: dict[str, int] = {}
-    chunk_terms: list[list[int]] = []
-    for document in documents:
-        ids = {vocabulary.setdefault(t, len(vocabulary)) for t in terms(document)}
-        chunk_terms.append(sorted(ids))
-    flat = [term_id for ids in chunk_terms for term_id in ids]
+    per_term: dict[int, list[tuple[int, int, int]]] = {}
+    text_lengths: list[int] = []
+    heading_lengths: list[int] = []
+    for index, chunk in enumerate(chunks):
+        body, heading = Counter(terms(chunk.text)), Counter(terms(chunk.heading))
+        text_lengths.append(sum(body.values()))
+        heading_lengths.append(sum(heading.values()))
+        for term in sorted(body.keys() | heading.keys()):
+            term_id = vocabulary.setdefault(term, len(vocabulary))
+            per_term.setdefault(term_id, []).append((index, body[term], heading[term]))
+    postings = [per_term[term_id] for term_id in range(len(vocabulary))]
+    flat = [entry for entries in postings for entry in entries]
     return {
         "terms_version": TERMS_VERSION,
         "terms": list(vocabulary),
-        "chunk_terms": _pack(flat),
-        "chunk_lengths": _pack([len(ids) for ids in chunk_terms]),
+        "document_frequency": _pack([len(entries) for entries in postings]),
+        "postings": _pack([chunk for chunk, _, _ in flat]),
+        "text_tf": _pack([tf for _, tf, _ in flat]),
+        "heading_tf": _pack([tf for _, _, tf in flat]),
+        "text_length": _pack(text_lengths),
+        "heading_length": _pack(heading_lengths),
     }
 
 
@@ -117,7 +146,7 @@ def _pack(values: Sequence[int]) -> str:
 
 
 def _unpack(text: str) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(text, validate=True), dtype="<i4").astype(np.int64)
+    return np.frombuffer(base64.b64decode(text, validate=True), dtype="<i4")
 
 
 def seal(metadata: Mapping[str, Any]) -> bytes:
@@ -154,28 +183,40 @@ def build_knowledge(
         raise KnowledgeError(f"matrix shape {matrix.shape} does not match {n} chunks")
     term_list: list[str] = list(lexical["terms"])
     try:
-        flat, lengths = _unpack(lexical["chunk_terms"]), _unpack(lexical["chunk_lengths"])
+        arrays = {key: _unpack(lexical[key]) for key in _LEXICAL_ARRAYS}
     except (KeyError, ValueError, TypeError) as exc:
         raise KnowledgeError(f"lexical statistics are unreadable: {exc}") from exc
+    df, postings = arrays["document_frequency"], arrays["postings"]
     if (
-        lengths.shape[0] != n
-        or int(lengths.sum()) != flat.shape[0]
-        or (flat.size and not 0 <= int(flat.min()) <= int(flat.max()) < len(term_list))
+        df.shape[0] != len(term_list)
+        or int(df.sum()) != postings.shape[0]
+        or any(arrays[k].shape != postings.shape for k in ("text_tf", "heading_tf"))
+        or any(arrays[k].shape[0] != n for k in ("text_length", "heading_length"))
+        or (postings.size and not 0 <= int(postings.min()) <= int(postings.max()) < n)
     ):
         raise KnowledgeError("lexical statistics do not match the chunks")
-    postings_ptr, postings = _postings(flat, lengths, len(term_list))
+    postings_ptr = np.zeros(len(term_list) + 1, dtype=np.int64)
+    np.cumsum(df, out=postings_ptr[1:])
     pages: dict[str, list[int]] = {}
     for index, chunk in enumerate(chunks):
         pages.setdefault(chunk.page, []).append(index)
+    numbers: dict[str, int] = {}
     return Knowledge(
         chunks=tuple(chunks),
         matrix=np.ascontiguousarray(matrix, dtype=np.float32),
         embedder=embedder,
         dimensions=int(matrix.shape[1]),
         vocabulary=dict(zip(term_list, range(len(term_list)), strict=True)),
-        idf=idf_weights(np.diff(postings_ptr), n),
+        idf=idf_weights(df, n),
         postings_ptr=postings_ptr,
         postings=postings,
+        text_tf=arrays["text_tf"].astype(np.float32),
+        heading_tf=arrays["heading_tf"].astype(np.float32),
+        text_length=arrays["text_length"].astype(np.float32),
+        heading_length=arrays["heading_length"].astype(np.float32),
+        page_of=np.fromiter(
+            (numbers.setdefault(chunk.page, len(numbers)) for chunk in chunks), np.int64, n
+        ),
         pages={page: tuple(indexes) for page, indexes in pages.items()},
     )
 
@@ -190,15 +231,30 @@ def load_knowledge(directory: Path, *, embedder: str | None = None) -> Knowledge
     directory = Path(directory)
     metadata = _read_metadata(directory)
     if embedder is not None and metadata["embedder"]["id"] != embedder:
-        raise KnowledgeError(
-            f"knowledge artifact was built with embedder {metadata['embedder']['id']!r}, "
-            f"but this runtime embeds queries with {embedder!r}: rebuild the index"
+        raise incompatible(
+            directory,
+            f"was built with embedder {metadata['embedder']['id']!r}, but this runtime embeds "
+            f"queries with {embedder!r}",
+            embedder,
         )
     matrix = _read_matrix(directory, metadata)
     chunks = [
         Chunk(c["id"], c["page"], c["heading"], c["text"], c["tokens"]) for c in metadata["chunks"]
     ]
     return build_knowledge(chunks, matrix, metadata["embedder"]["id"], metadata["lexical"])
+
+
+def incompatible(directory: Path, why: str, embedder: str | None = None) -> KnowledgeError:
+    """One line for an index this runtime cannot use: where it is, why, how to rebuild it.
+
+    Said when the step loads the index (S4 before any embedding, S7 before answering) and
+    by `chatguard serve` at start, so an operator reads it before a visitor sees a 503.
+    """
+    titan = " --embedder titan" if embedder and embedder.startswith("bedrock:") else ""
+    return KnowledgeError(
+        f"the knowledge index in {directory} {why}: rebuild it with "
+        f"`chatguard index SITE_DIR --out {directory}{titan}`"
+    )
 
 
 def _read_metadata(directory: Path) -> dict[str, Any]:
@@ -216,17 +272,17 @@ def _read_metadata(directory: Path) -> dict[str, Any]:
     if not isinstance(metadata, dict):
         raise KnowledgeError(f"{METADATA_FILE} is not a JSON object")
     if metadata.get("schema") != SCHEMA_VERSION:
-        raise KnowledgeError(
-            f"{METADATA_FILE} has schema {metadata.get('schema')!r}, this runtime reads "
-            f"schema {SCHEMA_VERSION}: rebuild the index"
+        raise incompatible(
+            directory,
+            f"has schema {metadata.get('schema')!r}, this runtime reads schema {SCHEMA_VERSION}",
         )
     if not sealed(raw):
         raise KnowledgeError(f"{METADATA_FILE} checksum mismatch: the file is corrupted")
     if metadata["lexical"].get("terms_version") != TERMS_VERSION:
-        raise KnowledgeError(
-            f"{METADATA_FILE} was tokenised with terms version "
-            f"{metadata['lexical'].get('terms_version')!r}, this runtime uses "
-            f"{TERMS_VERSION}: rebuild the index"
+        raise incompatible(
+            directory,
+            f"was tokenised with terms version {metadata['lexical'].get('terms_version')!r}, "
+            f"this runtime uses {TERMS_VERSION}",
         )
     return metadata
 
@@ -245,18 +301,11 @@ def _read_matrix(directory: Path, metadata: Mapping[str, Any]) -> np.ndarray:
         raise KnowledgeError(f"{MATRIX_FILE} is not a valid .npy file: {exc}") from exc
     expected = (len(metadata["chunks"]), int(metadata["embedder"]["dimensions"]))
     if matrix.shape != expected or matrix.dtype not in (np.float16, np.float32):
-        raise KnowledgeError(f"{MATRIX_FILE} is {matrix.dtype} {matrix.shape}, expected {expected}")
+        raise incompatible(
+            directory, f"holds a {matrix.dtype} {matrix.shape} matrix, not {expected}"
+        )
     # Ranking runs in float32: numpy has no fast float16 matrix product.
     return np.asarray(matrix, dtype=np.float32)
-
-
-def _postings(flat: np.ndarray, lengths: np.ndarray, n_terms: int) -> tuple[np.ndarray, np.ndarray]:
-    """CSR by term (which chunks hold each term), from each chunk's flat term ids."""
-    owners = np.repeat(np.arange(lengths.shape[0], dtype=np.int32), lengths)
-    order = np.argsort(flat, kind="stable")  # stable: chunks stay ascending within a term
-    ptr = np.zeros(n_terms + 1, dtype=np.int64)
-    np.cumsum(np.bincount(flat, minlength=n_terms), out=ptr[1:])
-    return ptr, owners[order]
 
 
 def content_hash(text: str) -> str:

@@ -1,8 +1,9 @@
 """Offline stand-ins for Bedrock, for local runs and tests. Not models.
 
 - ``ExtractiveResponder`` answers WITHOUT a language model: it reads the reference block
-  of the prompt back, picks the sentences most similar to the question, and reports usage
-  the way Converse does. Deterministic. Its usage is either the project's estimate
+  of the prompt back and quotes whole sentences of its first source (the best-ranked
+  match, which the reply cites), those closest to the question, and reports usage the way
+  Converse does. Deterministic. Its usage is either the project's estimate
   (``tokens.count_tokens``) or, with ``offline_usage = "worst"``, the worst case a provider
   could bill for exactly what was sent: the byte bound of the input, ``maxTokens`` of
   output and every guardrail unit the reserve allows for. It cannot count tokens exactly
@@ -18,10 +19,12 @@ import itertools
 import math
 import re
 from collections import Counter
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import pricing, tokens
 from .byte_bound import message_texts, prompt_bound, text_bound
+from .followup import follow_up_query
 from .models import ModelReply
 from .prompt import REFERENCE_SOURCE
 from .settings import Settings
@@ -50,10 +53,7 @@ class ExtractiveResponder:
         self, *, system: str, messages: list[dict[str, Any]], guard_text: str | None
     ) -> ModelReply:
         s = self._settings
-        question = _text_of(messages[-1]) if messages else ""
-        picked = _best_sentences(_sentences(system), question)
-        reply = OFFLINE_PREFIX + " ".join(picked) if picked else NO_MATCH
-        reply = _cap(reply, s.max_output_tokens)
+        reply = compose_reply(system, messages, s.max_output_tokens)
         if s.offline_usage == "worst":
             usage = _usage(prompt_bound(system, messages), s.max_output_tokens)
             return ModelReply(reply, usage, "end_turn", self._worst_guard_units(guard_text))
@@ -101,48 +101,69 @@ def _text_of(message: dict[str, Any]) -> str:
     return "\n".join(message_texts(message))
 
 
-def _sentences(system: str) -> list[tuple[str, str]]:
-    """(sentence, heading trail of its source) for every sentence of the reference block."""
-    found = []
-    for match in REFERENCE_SOURCE.finditer(system):
-        text, heading = html.unescape(match.group("text")), html.unescape(match.group("heading"))
-        found += [(s.strip(), heading) for s in _SENTENCE.split(text) if len(s.strip()) > 20]
-    return found
+def compose_reply(system: str, messages: list[dict[str, Any]], max_tokens: int) -> str:
+    """Whole sentences of the FIRST reference source, or NO_MATCH when there is none.
+
+    S4 puts the best-ranked match first in the grounding, and the first grounding chunk is
+    always among the sources the reply cites (steps/retrieve.py), so quoting it alone
+    means the reply quotes only what it cites. Within it, the sentences that share the
+    most weight with the question (follow-up terms included) are kept, in their order.
+    """
+    sources = [
+        (html.unescape(m.group("heading")), html.unescape(m.group("text")))
+        for m in REFERENCE_SOURCE.finditer(system)
+    ]
+    if not sources:
+        return NO_MATCH
+    users = [_text_of(m) for m in messages if m.get("role") == "user"]
+    history = [{"role": "user", "content": text} for text in users[:-1]]
+    query = follow_up_query(users[-1] if users else "", history)
+    picked = _best_sentences(sources, query.weights)
+    return _whole_sentences(OFFLINE_PREFIX, picked, max_tokens) if picked else NO_MATCH
 
 
-def _stems(text: str) -> list[str]:
-    # A crude suffix strip, enough for "limiting" to meet "limit" (the offline stand-in only).
-    out = []
-    for term in tokens.terms(text):
-        for suffix in ("ing", "ed", "es", "s"):
-            if term.endswith(suffix) and len(term) - len(suffix) >= 4:
-                term = term[: -len(suffix)]
-                break
-        out.append(term)
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text) if len(s.strip()) > 1]
+
+
+def _best_sentences(sources: list[tuple[str, str]], weights: Mapping[str, float]) -> list[str]:
+    """Up to SENTENCES_PER_REPLY sentences of the first source, best first by IDF x
+    question weight of their distinct terms (the heading's terms count half), normalised
+    by length, then put back in document order. With no overlap, its opening sentences."""
+    heading, text = sources[0]
+    sentences = _sentences(text)
+    bags = [set(tokens.terms(s)) for s in sentences]
+    # IDF over every sentence of the reference, so words common to all sources weigh little.
+    everything = [set(tokens.terms(s)) for _, t in sources for s in _sentences(t)]
+    df = Counter(t for bag in everything for t in bag)
+    idf = {t: math.log(1 + len(everything) / df[t]) if df[t] else 1.0 for t in weights}
+    bonus = 0.5 * sum(weights[t] * idf[t] for t in set(tokens.terms(heading)) & weights.keys())
+    scored = []
+    for position, bag in enumerate(bags):
+        score = sum(weights[t] * idf[t] for t in bag & weights.keys())
+        if score > 0:
+            scored.append((-(score + bonus) / math.sqrt(len(bag) or 1), position))
+    best = sorted(scored)[:SENTENCES_PER_REPLY]
+    positions = sorted(p for _, p in best) if best else range(len(sentences))
+    return [sentences[p] for p in positions][:SENTENCES_PER_REPLY]
+
+
+def _joined(sentences: list[str]) -> str:
+    """Sentences run on with a space; a line that ends without one (a list item, a
+    heading line) keeps its line break, so it does not glue onto the next sentence."""
+    out = sentences[0] if sentences else ""
+    for previous, sentence in itertools.pairwise(sentences):
+        out += (" " if previous.endswith((".", "!", "?")) else "\n") + sentence
     return out
 
 
-def _best_sentences(sentences: list[tuple[str, str]], question: str) -> list[str]:
-    """Top sentences by IDF-weighted overlap with the question (the source's heading counts
-    half), a bonus for the question's word pairs, normalised by length; in document order."""
-    wanted = _stems(question)
-    pairs = set(itertools.pairwise(wanted))
-    bags = [(_stems(sentence), set(_stems(heading))) for sentence, heading in sentences]
-    df = Counter(t for bag, _ in bags for t in set(bag))
-    weight = {t: math.log(1 + len(bags) / df[t]) if df[t] else 1.0 for t in set(wanted)}
-    scored = []
-    for position, (bag, heading) in enumerate(bags):
-        score = sum(weight.get(t, 0.0) for t in set(bag))
-        score += sum(weight[a] + weight[b] for a, b in pairs & set(itertools.pairwise(bag)))
-        if score > 0:
-            score += 0.5 * sum(weight[t] for t in heading & weight.keys())
-            scored.append((-score / math.sqrt(len(bag) or 1), position, sentences[position][0]))
-    best = sorted(scored)[:SENTENCES_PER_REPLY]
-    return [sentence for _, _, sentence in sorted(best, key=lambda item: item[1])]
-
-
-def _cap(reply: str, max_tokens: int) -> str:
-    # Like maxTokens on Converse: the reply stops at the bound, whatever was picked.
-    while tokens.count_tokens(reply) > max_tokens:
-        reply = reply[: int(len(reply) * 0.9)]
+def _whole_sentences(prefix: str, sentences: list[str], max_tokens: int) -> str:
+    """Like maxTokens on Converse the reply stays within the bound, but by dropping whole
+    sentences from the end; a first sentence alone over the bound is cut at a word."""
+    kept = list(sentences)
+    while len(kept) > 1 and tokens.count_tokens(prefix + _joined(kept)) > max_tokens:
+        kept.pop()
+    reply = prefix + _joined(kept)
+    while tokens.count_tokens(reply) > max_tokens and " " in reply:
+        reply = reply.rsplit(" ", 1)[0]
     return reply

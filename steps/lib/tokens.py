@@ -10,7 +10,8 @@ cost reserve computed from it over-counts rather than under-counts.
 
 `words` gives the lower-cased word tokens that lexical scoring uses. Short words are
 kept, so acronyms such as "waf", "ddos", "owasp" or "s3" stay distinct terms. `terms`
-adds the two steps ranking needs: stop words dropped and a light plural folding.
+adds the two steps ranking needs: stop words dropped and a light folding of plurals
+and verb endings.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import re
 
 # Bump when `words`/`terms` change: an artifact's lexical statistics are only valid for
 # the rule that built them, so the runtime refuses an artifact built with another version.
-TERMS_VERSION = 1
+TERMS_VERSION = 2  # 2: verb endings folded
+_VOWELS = frozenset("aeiouy")
 _APOSTROPHE = "\u2019"  # typographic apostrophe, folded to '
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*", re.UNICODE)
 _PIECE = re.compile(r"[^\W_]+|[^\w\s]|_", re.UNICODE)
@@ -57,17 +59,35 @@ def count_tokens(text: str) -> int:
 
 
 def fold(word: str) -> str:
-    """Fold possessives and simple English plurals: "attacks" meets "attack"."""
+    """Fold possessives, simple English plurals and the commonest verb endings, so that
+    "attacks" meets "attack" and "installing", "installed" and "install" meet as well.
+
+    A light suffix rule, not a full stemmer: it only has to send a question's word and
+    the page's word to the same term (both sides go through it).
+    """
     if word.endswith("'s"):
         word = word[:-2]
     if len(word) <= 3 or not word.isalpha():
         return word
     if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith(("sses", "shes", "ches", "xes")):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is", "os")):
-        return word[:-1]
+        word = word[:-3] + "y"
+    elif word.endswith(("sses", "shes", "ches", "xes")):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is", "os")):
+        word = word[:-1]
+    return _verb_ending(word)
+
+
+def _verb_ending(word: str) -> str:
+    for suffix, replacement in (("ational", "ate"), ("ation", "ate"), ("ing", ""), ("ed", "")):
+        stem = word[: -len(suffix)] + replacement
+        if word.endswith(suffix) and len(stem) >= 4 and any(c in _VOWELS for c in stem):
+            word = stem
+            if word[-1] == word[-2] and word[-1] not in "lsz":  # "running" -> "run"
+                word = word[:-1]
+            break
+    if len(word) > 4 and word.endswith("e"):  # "deprecate" meets "deprecated"
+        word = word[:-1]
     return word
 
 

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_sample_site_builds_with_its_resume_and_drafts_excluded(tmp_path: Path) -> None:
     out = tmp_path / "knowledge"
     assert cli.main([str(SAMPLE_SITE), "--out", str(out)]) == 0
-    kb = load_knowledge(out, embedder="hashing-v1")
+    kb = load_knowledge(out, embedder="hashing-v2")
     pages = {c.page for c in kb.chunks}
     assert len(pages) >= 15
     assert "/resume" not in pages and not any(p.startswith("/drafts") for p in pages)
@@ -144,9 +144,9 @@ def test_python_dash_m_indexer_and_the_chatguard_subcommand(tmp_path: Path) -> N
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "2 excluded" in done.stdout and "hashing-v1 x 1024" in done.stdout
+    assert "2 excluded" in done.stdout and "hashing-v2 x 1024" in done.stdout
     metadata = json.loads((out / "knowledge.json").read_text(encoding="utf-8"))
-    assert metadata["embedder"] == {"id": "hashing-v1", "dimensions": 1024}
+    assert metadata["embedder"] == {"id": "hashing-v2", "dimensions": 1024}
     from local.cli import build_parser
 
     args = build_parser().parse_args(["index", str(SAMPLE_SITE), "--out", str(out)])

@@ -32,7 +32,9 @@ def test_front_matter_title_roots_the_trail() -> None:
 
 def test_h4_and_deeper_stay_inside_their_section() -> None:
     chunks = chunk_page(parse_page("p.md", f"## Top\n{PROSE}\n#### Detail\n{PROSE}"))
-    assert len(chunks) == 1 and "#### Detail" in chunks[0].text
+    assert (
+        len(chunks) == 1 and "\n\nDetail\n\n" in chunks[0].text
+    )  # a plain line: rendered at index time
 
 
 def test_code_block_hash_lines_do_not_split_a_section() -> None:
@@ -60,14 +62,14 @@ def test_a_tiny_section_merges_into_the_previous_one_keeping_its_heading_as_text
     body = f"## Big\n{PROSE}\n## Small\nJust one line.\n## Other\n{PROSE}"
     chunks = chunk_page(parse_page("m.md", body))
     assert [c.heading for c in chunks] == ["M > Big", "M > Other"]
-    assert chunks[0].text.endswith("### Small\n\nJust one line.")
+    assert chunks[0].text.endswith("\n\nSmall\n\nJust one line.")
 
 
 def test_a_tiny_first_section_merges_forward() -> None:
     chunks = chunk_page(parse_page("f.md", f"# Title\nShort intro.\n## Body\n{PROSE}"))
     assert len(chunks) == 1
     assert chunks[0].heading == "Title"
-    assert chunks[0].text.startswith("Short intro.\n\n### Body")
+    assert chunks[0].text.startswith("Short intro.\n\nBody\n\n")
 
 
 def test_token_count_covers_heading_and_text() -> None:

@@ -231,5 +231,5 @@ def test_the_stand_in_index_synthesized_on_purpose_is_marked_not_deployable(synt
     # The tests allow it explicitly (chatguard/stand_in_index); without that, synthesis
     # refuses (test_deploy_sequence.py).
     Annotations.from_stack(synth.chat_stack).has_warning(
-        "*", Match.string_like_regexp(".*embedded by 'hashing-v1'.*not deployable.*")
+        "*", Match.string_like_regexp(".*embedded by 'hashing-v2'.*not deployable.*")
     )

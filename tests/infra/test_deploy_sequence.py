@@ -133,13 +133,13 @@ def test_the_sample_index_cannot_reach_a_bedrock_deployment(project: Path) -> No
     assert result.returncode != 0
     refusals = [line for line in result.stderr.splitlines() if "synthesis refused" in line]
     assert len(refusals) == 1, result.stderr
-    assert "build/knowledge" in refusals[0] and "hashing-v1" in refusals[0]
+    assert "build/knowledge" in refusals[0] and "hashing-v2" in refusals[0]
     assert "chatguard index SITE_DIR --out build/knowledge --embedder titan" in refusals[0]
     assert "Traceback" not in result.stderr
     assert calls == ["synth --quiet --no-notices"], calls  # never reached deploy
     # make did not rebuild the index behind the operator's back either.
     meta = json.loads((project / "build/knowledge/knowledge.json").read_text(encoding="utf-8"))
-    assert meta["embedder"]["id"] == "hashing-v1"
+    assert meta["embedder"]["id"] == "hashing-v2"
 
 
 def test_the_readme_sequence_deploys_the_index_the_operator_built(project: Path) -> None:

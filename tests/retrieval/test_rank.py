@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -9,7 +10,15 @@ import pytest
 from steps.lib.errors import KnowledgeError
 from steps.lib.hashing_embedder import HashingEmbedder
 from steps.lib.knowledge import Knowledge, chunk_document
-from steps.lib.retrieval import LEXICAL_WEIGHT, lexical_scores, query_text, rank
+from steps.lib.retrieval import (
+    K1,
+    LEXICAL_WEIGHT,
+    PAGE_WEIGHT,
+    B,
+    follow_up_query,
+    lexical_scores,
+    rank,
+)
 from steps.lib.tokens import terms
 
 QUERIES = [
@@ -22,22 +31,42 @@ QUERIES = [
 ]
 
 
+def okapi(docs: list[Counter[str]], query: set[str]) -> list[float]:
+    """Textbook BM25 of each document, written out term by term."""
+    n = len(docs)
+    avgdl = sum(sum(d.values()) for d in docs) / n
+    out = []
+    for doc in docs:
+        score = 0.0
+        for t in query:
+            df = sum(t in d for d in docs)
+            if doc[t]:
+                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                norm = K1 * (1 - B + B * sum(doc.values()) / avgdl)
+                score += idf * doc[t] * (K1 + 1) / (doc[t] + norm)
+        out.append(score)
+    return out
+
+
 def brute_force(kb: Knowledge, vector: np.ndarray, text: str) -> list[tuple[int, float]]:
-    """The article's shape: map every chunk to a score in plain Python, then sort."""
-    chunk_terms = [set(terms(chunk_document(c))) for c in kb.chunks]
-    n = len(kb.chunks)
-    df: dict[str, int] = {}
-    for ts in chunk_terms:
-        for t in ts:
-            df[t] = df.get(t, 0) + 1
-    idf = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
-    query = {t for t in terms(text) if t in idf}
-    total = sum(idf[t] for t in query)
+    """The article's shape: map every chunk to a score in plain Python, then sort; the
+    lexical part is chunk BM25 + its page's BM25 (the page = all its chunks' terms)."""
+    docs = [Counter(terms(chunk_document(c))) for c in kb.chunks]
+    page_docs: dict[str, Counter[str]] = {}
+    for chunk, doc in zip(kb.chunks, docs, strict=True):
+        page_docs.setdefault(chunk.page, Counter()).update(doc)
+    query = set(terms(text))
+    chunk_bm25 = okapi(docs, query)
+    page_bm25 = dict(zip(page_docs, okapi(list(page_docs.values()), query), strict=True))
+    best_chunk = max(chunk_bm25) or 1.0
+    best_page = max(page_bm25.values()) or 1.0
     scored = []
     for i, row in enumerate(kb.matrix.tolist()):
         cosine = sum(a * b for a, b in zip(row, vector.tolist(), strict=True))
-        overlap = sum(idf[t] for t in query if t in chunk_terms[i]) / total if total else 0.0
-        scored.append((i, cosine + LEXICAL_WEIGHT * overlap))
+        lexical = chunk_bm25[i] / best_chunk
+        if lexical > 0:
+            lexical += PAGE_WEIGHT * page_bm25[kb.chunks[i].page] / best_page
+        scored.append((i, cosine + LEXICAL_WEIGHT * lexical))
     return sorted(scored, key=lambda pair: -pair[1])
 
 
@@ -65,12 +94,16 @@ def test_the_lexical_part_changes_the_winner_for_a_proper_noun(
     hybrid = kb.chunks[rank(kb, vector, text)[0][0]]
     assert "Evilginx" in hybrid.text
     assert "Evilginx" not in cosine_only.text  # the naive variant misses it
-    assert lexical_scores(kb, text).max() == pytest.approx(1.0)
+    assert lexical_scores(kb, text).max() == pytest.approx(1.0 + PAGE_WEIGHT)
 
 
-def test_lexical_scores_are_normalised_between_zero_and_one(kb: Knowledge) -> None:
-    scores = lexical_scores(kb, "WAF DDoS OWASP passkeys Bergen")
-    assert scores.min() >= 0.0 and scores.max() <= 1.0 + 1e-6 and scores.max() > 0
+def test_lexical_scores_are_bounded_and_zero_without_a_shared_term(kb: Knowledge) -> None:
+    text = "WAF DDoS OWASP passkeys Bergen"
+    scores = lexical_scores(kb, text)
+    assert scores.min() >= 0.0 and scores.max() <= 1.0 + PAGE_WEIGHT + 1e-6 and scores.max() > 0
+    wanted = set(terms(text))
+    for chunk, score in zip(kb.chunks, scores.tolist(), strict=True):
+        assert (score > 0) == bool(wanted & set(terms(chunk_document(chunk))))
 
 
 def test_limit_returns_the_same_head_as_the_full_ranking(
@@ -87,26 +120,22 @@ def test_a_query_vector_of_the_wrong_size_is_refused(kb: Knowledge) -> None:
         rank(kb, np.zeros(512, np.float32), "x")
 
 
-def test_query_text_is_the_previous_user_turn_then_the_message() -> None:
-    history = [
-        {"role": "user", "content": "Tell me about DMARC"},
-        {"role": "assistant", "content": "DMARC builds on SPF and DKIM..."},
-    ]
-    assert query_text("and the second one?", history) == "Tell me about DMARC\nand the second one?"
-    assert query_text("hello", []) == "hello"
-    assert query_text("hi", [{"role": "assistant", "content": "earlier"}]) == "hi"
-
-
-def test_a_follow_up_finds_its_topic_only_through_the_previous_turn(
+def test_a_follow_up_finds_its_topic_only_through_the_earlier_turns(
     kb: Knowledge, embedder: HashingEmbedder
 ) -> None:
-    def top_page(text: str) -> str:
-        return kb.chunks[rank(kb, embedder.embed([text])[0], text)[0][0]].page
+    def top_page(message: str, history: list[dict[str, str]]) -> str:
+        query = follow_up_query(message, history, history_chars=2000)
+        return kb.chunks[rank(kb, embedder.embed([query.text])[0], query)[0][0]].page
 
-    message = "how often should we test restoring them?"
-    history = [{"role": "user", "content": "How should I protect backups from ransomware?"}]
-    assert top_page(query_text(message, history)) == "/posts/ransomware-backups"
-    assert top_page(message) != "/posts/ransomware-backups"
+    message = "How often should we practise getting them back?"
+    history = [
+        {"role": "user", "content": "How should I protect my backups from ransomware?"},
+        {"role": "assistant", "content": "Keep one copy offline."},
+        {"role": "user", "content": "Can AWS make them impossible to delete?"},
+        {"role": "assistant", "content": "Object Lock in compliance mode."},
+    ]
+    assert top_page(message, history) == "/posts/ransomware-backups"
+    assert top_page(message, []) != "/posts/ransomware-backups"
 
 
 def test_hybrid_quality_floor_on_the_hand_written_questions(
@@ -118,8 +147,8 @@ def test_hybrid_quality_floor_on_the_hand_written_questions(
     hits_at_5 = 0
     for q in questions:
         history = [{"role": "user", "content": q["previous"]}] if "previous" in q else []
-        text = query_text(q["question"], history)
-        ranked = rank(kb, embedder.embed([text])[0], text, limit=15)
+        query = follow_up_query(q["question"], history)
+        ranked = rank(kb, embedder.embed([query.text])[0], query, limit=15)
         top_pages = list(dict.fromkeys(kb.chunks[i].page for i, _ in ranked))[:5]
         hits_at_5 += q["page"] in top_pages
     assert hits_at_5 / len(questions) >= 0.9

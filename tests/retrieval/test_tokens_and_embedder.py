@@ -82,6 +82,6 @@ def test_hashing_embedder_puts_shared_words_closer_than_unrelated_text() -> None
 
 
 def test_hashing_embedder_id_names_it_as_the_offline_stand_in() -> None:
-    assert HashingEmbedder.id == "hashing-v1"
+    assert HashingEmbedder.id == "hashing-v2"
     with pytest.raises(ValueError):
         HashingEmbedder(4)

@@ -206,7 +206,7 @@ def test_offline_seams_select_the_stand_ins():
     s = S.replace(model_backend="offline")
     assert isinstance(models.responder(s), ExtractiveResponder)
     embedder = models.query_embedder(s)
-    assert isinstance(embedder, HashingQueryEmbedder) and embedder.id == "hashing-v1"
+    assert isinstance(embedder, HashingQueryEmbedder) and embedder.id == "hashing-v2"
     vector, count = embedder.embed_query("rate limiting")
     assert vector.shape == (S.embedding_dimensions,) and count == tokens.count_tokens(
         "rate limiting"

@@ -1,0 +1,238 @@
+"""Retrieval quality on a question set: page-level hit@1, hit@5 and MRR per ranking, the
+degraded answer's right-page rate, and the follow-up chains' topic rate.
+
+Every ranking is scored on the same index (same chunks, same tokenizer) in the same run.
+A chunk ranking becomes a page ranking by each page's best chunk.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from steps.lib.followup import Query, follow_up_query, plain_query
+from steps.lib.hashing_embedder import HashingEmbedder
+from steps.lib.knowledge import Knowledge, chunk_document
+from steps.lib.retrieval import (
+    K1,
+    LEXICAL_WEIGHT,
+    PAGE_WEIGHT,
+    bm25_scores,
+    cosines,
+    degraded_answer,
+    lexical_scores,
+    order,
+    rank,
+    scores,
+    select_grounding,
+)
+from steps.lib.settings import Settings
+from steps.lib.tokens import terms
+from steps.retrieve import TOP_MATCHES, _sources
+
+Scorer = Callable[[Knowledge, np.ndarray, Query], np.ndarray]
+HISTORY_CHARS = Settings().history_turn_max_chars  # what S4 passes
+RRF_K = 60  # the constant of the reciprocal rank fusion paper
+BEFORE_WEIGHT = 0.15  # the hybrid this issue replaced: cosine + 0.15 x IDF overlap
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionSet:
+    questions: tuple[Mapping[str, Any], ...]
+    chains: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Scores:
+    hit1: float
+    hit5: float
+    mrr: float
+
+
+def load_set(path: Path) -> QuestionSet:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return QuestionSet(tuple(data["questions"]), tuple(data.get("chains", ())))
+
+
+def missing_pages(kb: Knowledge, qs: QuestionSet) -> list[str]:
+    """Expected pages that the index does not have (a corpus from another version)."""
+    expected = {q["page"] for q in qs.questions} | {c["page"] for c in qs.chains}
+    return sorted(expected - kb.pages.keys())
+
+
+def question_query(q: Mapping[str, Any]) -> Query:
+    return follow_up_query(q["question"], _history(q), history_chars=HISTORY_CHARS)
+
+
+# --- the rankings ----------------------------------------------------------------------
+
+
+def overlap_scores(kb: Knowledge, query: Query) -> np.ndarray:
+    """The lexical part this issue replaced: IDF-weighted share of the query's terms present."""
+    ids = sorted({kb.vocabulary[t] for t in query.weights if t in kb.vocabulary})
+    out = np.zeros(len(kb.chunks), dtype=np.float32)
+    if not ids:
+        return out
+    for term_id in ids:
+        out[kb.postings[kb.postings_ptr[term_id] : kb.postings_ptr[term_id + 1]]] += kb.idf[term_id]
+    return out / np.float32(kb.idf[ids].sum())
+
+
+def rrf(kb: Knowledge, vector: np.ndarray, query: Query) -> np.ndarray:
+    """Reciprocal rank fusion of the cosine and lexical orders."""
+    fused = np.zeros(len(kb.chunks), dtype=np.float64)
+    for part in (cosines(kb.matrix, vector), lexical_scores(kb, query)):
+        positions = np.empty(len(kb.chunks), dtype=np.float64)
+        positions[order(part)] = np.arange(1, len(kb.chunks) + 1)
+        fused += 1.0 / (RRF_K + positions)
+    return fused
+
+
+def weighted(weight: float) -> Scorer:
+    return lambda kb, v, q: cosines(kb.matrix, v) + np.float32(weight) * lexical_scores(kb, q)
+
+
+def rankings(extra: Mapping[str, Scorer] | None = None) -> dict[str, Scorer]:
+    """The chosen hybrid first, then the baselines and the alternatives it was chosen over."""
+    table: dict[str, Scorer] = {
+        f"hybrid (chosen): cosine + {LEXICAL_WEIGHT} x (BM25F/max + {PAGE_WEIGHT} x page "
+        "BM25/max)": scores,
+        f"BM25 (Okapi, k1 {K1}, b 0.75, one field)": lambda kb, v, q: bm25_scores(
+            kb, plain_query(q.text), heading_weight=1.0
+        ),
+        "lexical only (the hybrid's lexical part: chunk + page BM25)": lambda kb, v, q: (
+            lexical_scores(kb, q)
+        ),
+        "cosine only (hashing embedder)": lambda kb, v, q: cosines(kb.matrix, v),
+        "reciprocal rank fusion (cosine, lexical part)": rrf,
+        f"before: cosine + {BEFORE_WEIGHT} x IDF overlap": lambda kb, v, q: (
+            cosines(kb.matrix, v) + np.float32(BEFORE_WEIGHT) * overlap_scores(kb, q)
+        ),
+    }
+    table.update(extra or {})
+    return table
+
+
+# --- the measures ----------------------------------------------------------------------
+
+
+def page_rank(kb: Knowledge, total: np.ndarray, page: str) -> int:
+    """1-based position of `page` in the page ranking (each page at its best chunk)."""
+    pages = list(dict.fromkeys(kb.chunks[i].page for i in order(total)))
+    return pages.index(page) + 1
+
+
+def summarise(ranks: Sequence[int]) -> Scores:
+    n = len(ranks)
+    return Scores(
+        sum(r == 1 for r in ranks) / n,
+        sum(r <= 5 for r in ranks) / n,
+        sum(1 / r for r in ranks) / n,
+    )
+
+
+def evaluate(
+    kb: Knowledge, qs: QuestionSet, embedder: HashingEmbedder, table: Mapping[str, Scorer]
+) -> dict[str, Scores]:
+    queries = [question_query(q) for q in qs.questions]
+    vectors = embedder.embed([query.text for query in queries])
+    result = {}
+    for name, scorer in table.items():
+        ranks = [
+            page_rank(kb, np.asarray(scorer(kb, vector, query)), q["page"])
+            for q, query, vector in zip(qs.questions, queries, vectors, strict=True)
+        ]
+        result[name] = summarise(ranks)
+    return result
+
+
+def degraded_rate(kb: Knowledge, qs: QuestionSet) -> float:
+    """Share of questions whose one degraded section comes from the expected page."""
+    hits = 0
+    for q in qs.questions:
+        chunk = degraded_answer(kb, question_query(q))
+        hits += chunk is not None and chunk.page == q["page"]
+    return hits / len(qs.questions)
+
+
+FollowUp = Callable[[str, Sequence[Mapping[str, str]]], Query]
+
+
+def chain_rate(
+    kb: Knowledge,
+    qs: QuestionSet,
+    embedder: HashingEmbedder,
+    follow_up: FollowUp | None = None,
+    *,
+    on_page: bool = False,
+) -> float:
+    """Share of chains whose expected page is among the cited sources of turns 2 and 3.
+
+    Each turn runs what S4 Retrieve runs (follow-up query, hybrid rank, grounding within
+    the default budget, sources), with the earlier turns as history. By default the
+    visitor is on no page, so the current page cannot carry the topic; `on_page` puts the
+    visitor on the chain's page (a visitor asking about what they are reading).
+    """
+    budget = Settings().grounding_token_budget
+    kept = 0
+    for chain in qs.chains:
+        history: list[dict[str, str]] = []
+        held = True
+        for turn, message in enumerate(chain["turns"]):
+            page = chain["page"] if on_page else None
+            query = (
+                follow_up(message, history)
+                if follow_up
+                else follow_up_query(message, history, history_chars=HISTORY_CHARS, page=page)
+            )
+            ranked = rank(kb, embedder.embed([query.text])[0], query, limit=TOP_MATCHES)
+            grounding = select_grounding(kb, ranked, page, budget, top_k=TOP_MATCHES)
+            sources = _sources(grounding, [kb.chunks[i].id for i, _ in ranked])
+            if turn > 0:
+                held = held and any(s["page"] == chain["page"] for s in sources)
+            history += [{"role": "user", "content": message}, {"role": "assistant", "content": ""}]
+        kept += held
+    return kept / len(qs.chains) if qs.chains else float("nan")
+
+
+def unrelated_page_mrr(kb: Knowledge, qs: QuestionSet, embedder: HashingEmbedder) -> float:
+    """MRR of the hybrid when the visitor reads another page (the next one in path order)
+    than the one that answers: the current-page prior must not drown a clear match."""
+    pages = sorted(kb.pages)
+    ranks = []
+    for q in qs.questions:
+        other = pages[(pages.index(q["page"]) + 1) % len(pages)]
+        query = follow_up_query(q["question"], _history(q), history_chars=HISTORY_CHARS, page=other)
+        ranks.append(page_rank(kb, scores(kb, embedder.embed([query.text])[0], query), q["page"]))
+    return summarise(ranks).mrr
+
+
+def _history(q: Mapping[str, Any]) -> list[dict[str, str]]:
+    return [{"role": "user", "content": q["previous"]}] if "previous" in q else []
+
+
+def previous_turn_only(message: str, history: Sequence[Mapping[str, str]]) -> Query:
+    """The follow-up query this issue replaced: previous user turn + message, equal weights."""
+    users = [t["content"] for t in history if t.get("role") == "user" and t.get("content")]
+    return plain_query(f"{users[-1]}\n{message}" if users else message)
+
+
+def bm25s_scorer(kb: Knowledge) -> Scorer | None:
+    """bm25s (k1 1.2, b 0.75, Robertson's formulas) over the same terms, if installed."""
+    try:
+        import bm25s
+    except ImportError:
+        return None
+    retriever = bm25s.BM25(k1=K1, b=0.75, method="robertson")
+    retriever.index([terms(chunk_document(c)) for c in kb.chunks], show_progress=False)
+
+    def score(kb: Knowledge, vector: np.ndarray, query: Query) -> np.ndarray:
+        wanted = [t for t in query.weights if t in retriever.vocab_dict]
+        return np.asarray(retriever.get_scores(wanted), dtype=np.float32)
+
+    return score

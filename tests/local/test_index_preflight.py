@@ -1,0 +1,69 @@
+"""An index this runtime cannot use is named, with its rebuild command, in one line at
+start, before any visitor sees a 503."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from indexer.build import build
+from indexer.policy import IndexPolicy
+from local.cli import main
+from local.commands import index_problem, local_settings
+from steps.lib.hashing_embedder import HashingEmbedder
+from steps.lib.knowledge import SCHEMA_VERSION, load_knowledge, seal
+
+SITE = Path(__file__).resolve().parents[2] / "examples" / "site"
+
+
+@pytest.fixture
+def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    out = tmp_path / "knowledge"
+    build(SITE, out, IndexPolicy.from_context(), HashingEmbedder())
+    monkeypatch.setenv("CHATGUARD_KNOWLEDGE_DIR", str(out))
+    load_knowledge.cache_clear()
+    return out
+
+
+def rewrite(index: Path, **changes: object) -> None:
+    metadata = json.loads((index / "knowledge.json").read_text(encoding="utf-8"))
+    for key, value in changes.items():
+        if key == "terms_version":
+            metadata["lexical"]["terms_version"] = value
+        elif key == "embedder":
+            metadata["embedder"]["id"] = value
+        else:
+            metadata[key] = value
+    (index / "knowledge.json").write_bytes(seal(metadata))
+    load_knowledge.cache_clear()
+
+
+def test_a_current_index_has_no_problem(index: Path) -> None:
+    assert index_problem(local_settings()) is None
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"schema": SCHEMA_VERSION - 1}, f"has schema {SCHEMA_VERSION - 1}"),
+        ({"terms_version": 1}, "terms version 1"),
+        ({"embedder": "hashing-v1"}, "embedder 'hashing-v1'"),
+    ],
+)
+def test_serve_refuses_an_incompatible_index_in_one_line(
+    index: Path, change: dict[str, object], why: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rewrite(index, **change)
+    assert main(["serve", "--port", "0", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and why in err
+    assert f"in {index} " in err and f"`chatguard index SITE_DIR --out {index}`" in err
+
+
+def test_a_bedrock_runtime_is_told_to_rebuild_with_titan(index: Path) -> None:
+    from steps.lib.errors import KnowledgeError
+
+    with pytest.raises(KnowledgeError, match=r"--out .* --embedder titan`$"):
+        load_knowledge(index, embedder="bedrock:amazon.titan-embed-text-v2:0:1024")
