@@ -251,9 +251,12 @@ class LocalRuntime:
             return
         from steps.lib import clients
 
-        original = clients.bedrock_runtime
-        clients.bedrock_runtime = lambda: self._bedrock_client  # type: ignore[assignment]
-        self._undo.append(lambda: setattr(clients, "bedrock_runtime", original))
+        # CountTokens too: the same credentials (its own short-timeout client is an AWS
+        # deployment's concern; locally a slow count only delays the answer).
+        for name in ("bedrock_runtime", "bedrock_count"):
+            original = getattr(clients, name)
+            setattr(clients, name, lambda: self._bedrock_client)
+            self._undo.append(lambda name=name, original=original: setattr(clients, name, original))
 
     def _bump(self, counter: str) -> None:
         with self._calls_lock:

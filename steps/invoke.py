@@ -27,7 +27,9 @@ from steps.lib import (
 from steps.lib.errors import NotSent
 from steps.lib.settings import settings
 
-init_phase.at_init(clients.ssm, clients.bedrock_runtime)  # INIT phase on Lambda; no-op elsewhere
+init_phase.at_init(
+    clients.ssm, clients.bedrock_runtime, clients.bedrock_count
+)  # INIT phase on Lambda; no-op elsewhere
 
 GUARDRAIL_INTERVENED = "guardrail_intervened"
 

@@ -26,9 +26,10 @@ if TYPE_CHECKING:
 
 
 class BedrockResponder:
-    def __init__(self, s: Settings, client: Any) -> None:
+    def __init__(self, s: Settings, client: Any, count_client: Any = None) -> None:
         self._settings = s
         self._client = client
+        self._count_client = count_client or client
         self._region: str | None = getattr(getattr(client, "meta", None), "region_name", None)
 
     def converse(
@@ -55,7 +56,7 @@ class BedrockResponder:
             raise CountUnavailable(f"CountTokens is not offered in {self._region}")
         request = self.request(system, messages)
         try:
-            response = self._client.count_tokens(
+            response = self._count_client.count_tokens(
                 modelId=foundation_model_id(self._settings.model_id),
                 input={"converse": {"system": request["system"], "messages": messages}},
             )

@@ -55,8 +55,15 @@ def bedrock_runtime() -> Any:
     return _session().create_client("bedrock-runtime", config=config)
 
 
+@cache
+def bedrock_count() -> Any:
+    """CountTokens only: short timeouts and no retry, so a slow count falls back to the byte
+    bound (metering.py) instead of eating the time Converse needs."""
+    return _session().create_client("bedrock-runtime", config=_config(0.5, 1.5, 1))
+
+
 # The originals, even while a test patches one.
-_FACTORIES = (_session, dynamodb, ssm, bedrock_runtime)
+_FACTORIES = (_session, dynamodb, ssm, bedrock_runtime, bedrock_count)
 
 
 def cache_clear() -> None:

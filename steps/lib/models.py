@@ -52,7 +52,7 @@ def responder(s: Settings) -> Responder:
         return ExtractiveResponder(s)
     from . import bedrock, clients
 
-    return bedrock.BedrockResponder(s, clients.bedrock_runtime())
+    return bedrock.BedrockResponder(s, clients.bedrock_runtime(), clients.bedrock_count())
 
 
 def query_embedder(s: Settings) -> QueryEmbedder:

@@ -203,3 +203,26 @@ def test_nfkc_expansion_counts_at_its_larger_form(char):
 def test_a_cut_text_always_fits_its_limit_and_is_a_prefix(text, limit):
     cut = byte_bound.cut_to_bound(text, limit)
     assert text.startswith(cut) and byte_bound.text_bound(cut) <= limit
+
+
+def test_counting_stops_at_its_time_budget_and_the_bound_decides():
+    # A count that answers slowly: after COUNT_BUDGET_SECONDS no new count is started, so
+    # the prompt is trimmed by the byte bound rather than waiting on CountTokens.
+    sig = signing.sign(signing.exchange("q" * 2000, "r" * 2000), KEY)
+    history = [
+        {"role": "user", "content": "q" * 2000},
+        {"role": "assistant", "content": "r" * 2000, "sig": sig},
+    ]
+    request = accepted(PLAIN, "x" * 500, history)
+    now = [0.0]
+    calls = []
+
+    def slow_count(system: str, messages: list[dict]) -> int:
+        calls.append(len(messages))
+        now[0] += metering.COUNT_BUDGET_SECONDS  # this count used up the whole budget
+        return 10**9  # and did not fit
+
+    candidates = prompt.candidates(PLAIN, request["message"], request["history"], [], [KEY])
+    fitted = metering.fit(candidates, 3000, slow_count, clock=lambda: now[0])
+    assert calls == [3] and fitted.metering == "bytes" and fitted.count_calls == 1
+    assert byte_bound.prompt_bound(fitted.prompt.system, fitted.prompt.messages) <= 3000
