@@ -18,27 +18,25 @@ def _value(ssm, name):
     return parse_secret(ssm.get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a rotation planned at 23:59:58 UTC by the operator's clock and written after the "
-        "Lambdas' midnight gives the new day two salts: the old current for containers "
-        "that read it in the first seconds of the day (cached up to 300 s), the new "
-        "current for every other container; the rotate command does not refuse it"
-    ),
-)
 def test_a_salt_rotation_seconds_before_midnight_cannot_give_the_new_day_two_salts(ssm, settings):
     name = settings.salt_param
     rotate.run(ssm, "salt", settings, now=at("2026-12-29 10:00:00"), say=lambda _: None)
     # A container reads the salt at 00:00:01 on 31 December (Lambda clock), before the write.
     read_early = _value(ssm, name)
-    try:
+    with pytest.raises(rotate.RotationRefused, match="last 15 minutes"):
         rotate.run(ssm, "salt", settings, now=at("2026-12-30 23:59:58"), say=lambda _: None)
-    except rotate.RotationRefused:
-        return  # refused: nothing was written, one salt per day
-    read_late = _value(ssm, name)  # a fresh container, after the write
+    read_late = _value(ssm, name)  # a fresh container: nothing was written
     late, early = (salt_for_day(v, "2026-12-31") for v in (read_late, read_early))
     assert rotate.fingerprint(late) == rotate.fingerprint(early)  # never print a salt
+
+
+def test_the_refusal_covers_the_last_15_minutes_only_and_force_overrides_it(ssm, settings):
+    with pytest.raises(rotate.RotationRefused):
+        rotate.run(ssm, "salt", settings, now=at("2026-12-30 23:45:01"), say=lambda _: None)
+    rotate.run(ssm, "salt", settings, now=at("2026-12-30 23:44:59"), say=lambda _: None)
+    rotate.run(ssm, "salt", settings, now=at("2026-12-31 23:59:58"), force=True, say=lambda _: None)
+    # Only the salt hashes by day; the other secrets rotate at any hour.
+    rotate.run(ssm, "signing-key", settings, now=at("2026-12-31 23:59:58"), say=lambda _: None)
 
 
 def test_a_salt_rotation_at_noon_keeps_one_salt_per_day(ssm, settings):
