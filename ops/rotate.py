@@ -30,6 +30,12 @@ PARAMETERS = {
 }
 
 
+# No salt rotation in the last minutes of a UTC day: ``rotated_at`` is this machine's clock,
+# and if the write lands after the Lambdas' midnight (a clock behind theirs, or the moment
+# between reading the clock and writing), the new day would get two salts (secrets.py).
+SALT_QUIET_SECONDS = 15 * 60
+
+
 class RotationRefused(Exception):
     """Rotating now would cut off a value still in use; nothing was written."""
 
@@ -119,6 +125,12 @@ def _header(origin: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _refuse_if_still_overlapping(kind: str, old: SecretValue, s: Settings, now: float) -> None:
+    if kind == "salt" and day_of(now) != day_of(now + SALT_QUIET_SECONDS):
+        raise RotationRefused(
+            "the salt is not rotated in the last 15 minutes of a UTC day: a write that lands "
+            "after midnight would give tomorrow two salts (two quotas per visitor). Try after "
+            "00:00 UTC, or --force."
+        )
     if old.previous is None:
         return
     if kind == "salt":

@@ -1,0 +1,240 @@
+"""Red-team tests of the money path: inputs and circumstances the outside world allows that
+the cost bound (steps/lib/pricing.py) does not cover. Each known hole is an
+``xfail(strict=True)`` test with the exact numbers in its reason, so the suite stays green
+until the hole is closed, and then fails loudly so the marker is removed.
+
+Handler level with the real handlers (flow.py mirrors the ASL's routing), the ledger on
+moto, the clock pinned (tests/clock.py).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any
+
+import pytest
+
+from steps import reconcile, retrieve
+from steps.lib import byte_bound, identity, metering, models, pricing, prompt
+from steps.lib.settings import Settings
+from tests.clock import at
+from tests.fakes import CannotCount
+
+from .flow import send
+
+ASK = {"message": "How does the WAF rate rule count requests?", "page": "/posts/waf"}
+GUARDED = Settings(guardrail_id="gr-test", guardrail_version="1")
+
+
+def reservation_items(aws: Any) -> list[dict[str, Any]]:
+    items = aws.dynamodb.scan(TableName=aws.table)["Items"]
+    return [i for i in items if i["pk"]["S"].startswith("RES#")]
+
+
+def only_reservation(aws: Any) -> tuple[int, int]:
+    (res,) = reservation_items(aws)
+    return int(res["reservedMicros"]["N"]), int(res["actualMicros"]["N"])
+
+
+# -- A4: the reply's characters per token -------------------------------------------------
+
+# Anthropic's published Claude tokenizer (npm @anthropic-ai/tokenizer 0.0.4, claude.json)
+# has single tokens of 1,024 spaces, 256 dashes and 121 '#'. A reply of maxTokens such
+# tokens is maxTokens x 256 characters of dashes. The guardrail the stack deploys enables
+# input policies only (infra/blocks/guardrail.py), yet the reserve pays for output units
+# (A4) and S5's settlement floor (pricing.assessed_units) counts the reply's characters:
+# the ledger then records units no guardrail assessed, past the reserve. A guardrail with
+# an output policy would bill them for real.
+LONGEST_DASH_TOKEN = 256
+
+
+class LongTokenReply(CannotCount):
+    """A provider that answers maxTokens tokens, each a run of 256 dashes (one token in the
+    published Claude tokenizer), and reports no guardrail trace."""
+
+    def __init__(self, s: Settings) -> None:
+        self.s = s
+
+    def converse(self, *, system: str, messages: list[Any], guard_text: str | None) -> Any:
+        usage = {
+            "inputTokens": byte_bound.prompt_bound(system, messages),
+            "outputTokens": self.s.max_output_tokens,
+        }
+        reply = "-" * (LONGEST_DASH_TOKEN * self.s.max_output_tokens)
+        return models.ModelReply(reply, usage, "end_turn", 0)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "A4 does not hold: one token of the published Claude tokenizer is up to 1,024 "
+        "characters (256 for dashes). Guardrail on (2 policies), default settings: 512 "
+        "output tokens of 256 dashes are 131,072 characters, 132 units a policy against the "
+        "9 reserved; S6 settles 44,102 µ$ on an 11,721 µ$ reserve (+32,381 µ$, 3.8x); with "
+        "1,024-space tokens 162,002 µ$ (+150,281 µ$, 15 % of a $1 day, from one message). "
+        "With the stack's input-only guardrail this is phantom spend on the ledger (the day "
+        "refuses early); with an output policy it is billed"
+    ),
+)
+def test_a_reply_of_long_tokens_settles_within_its_reserve_with_a_guardrail(aws, monkeypatch):
+    monkeypatch.setenv("CHATGUARD_GUARDRAIL_ID", "gr-test")
+    monkeypatch.setenv("CHATGUARD_GUARDRAIL_VERSION", "1")
+    monkeypatch.setattr(models, "responder", lambda s: LongTokenReply(s))
+    run = send(ASK)
+    assert run.status == 200 and not run.errors
+    reserved, actual = only_reservation(aws)
+    assert (reserved, actual) == (11_721, 44_102)  # today's numbers, for the record
+    assert actual <= reserved
+
+
+def test_a_reply_within_a4_settles_within_its_reserve(aws, monkeypatch):
+    # The same harness, the reply at A4's 16 characters a token: within the reserve, so
+    # the test above fails for the reply's length alone.
+    class A4Reply(LongTokenReply):
+        def converse(self, **kwargs: Any) -> Any:
+            reply = super().converse(**kwargs)
+            text = "-" * (pricing.MAX_CHARS_PER_OUTPUT_TOKEN * self.s.max_output_tokens)
+            return models.ModelReply(text, reply.usage, reply.stop_reason, 0)
+
+    monkeypatch.setenv("CHATGUARD_GUARDRAIL_ID", "gr-test")
+    monkeypatch.setenv("CHATGUARD_GUARDRAIL_VERSION", "1")
+    monkeypatch.setattr(models, "responder", lambda s: A4Reply(s))
+    assert send(ASK).status == 200
+    reserved, actual = only_reservation(aws)
+    assert actual <= reserved
+
+
+# -- A2: normalisation other than NFKC ----------------------------------------------------
+
+
+def _nfd_billed(system: str, messages: list[dict[str, Any]]) -> int:
+    """One token per byte after NFD (canonical decomposition), framing as in A3."""
+    texts = [t for m in messages for t in byte_bound.message_texts(m)]
+    size = sum(len(unicodedata.normalize("NFD", t).encode("utf-8")) for t in [system, *texts])
+    return (
+        byte_bound.REQUEST_OVERHEAD_TOKENS + byte_bound.MESSAGE_OVERHEAD_TOKENS * len(messages)
+    ) + size
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "A2 covers NFKC only: NFD/NFKD triple Hangul syllables with a final consonant "
+        "(U+AC01 is 3 bytes, 9 after NFD). The longest such message S1 accepts (1,674 "
+        "characters, default settings, no history) is sent at 5,998 tokens of bound and "
+        "billed 16,042 under 'NFD then bytes': 18,763 µ$ on an 8,721 µ$ reserve (+115 %). "
+        "The published Claude tokenizer normalises NFKC (which recomposes Hangul), so this "
+        "is an unstated assumption rather than a demonstrated bill"
+    ),
+)
+def test_a_tokenizer_that_decomposes_is_within_the_bound():
+    s = Settings()
+    bare = prompt.bare_system_tokens()
+    message = "\uac01" * max(
+        n for n in range(1, s.message_max_chars + 1)
+        if byte_bound.fixed_prompt_bound(bare, "\uac01" * n) <= s.max_input_tokens
+    )  # fmt: skip
+    reserve = pricing.reserve_for(
+        s, message, [], bare_system=prompt.system_text([]), metering="bytes"
+    )
+    allowance = pricing.input_allowance(s, reserve.micros, guarded_text=message)
+    fitted = metering.fit(prompt.candidates(s, message, [], [], []), allowance, None)
+    billed = _nfd_billed(fitted.prompt.system, fitted.prompt.messages)
+    usage = {"inputTokens": billed, "outputTokens": s.max_output_tokens}
+    actual = pricing.actual_micros(s, usage, pricing.EMBEDDING_TOKEN_BOUND, 0)
+    assert (len(message), fitted.input_tokens, billed) == (1674, 5998, 16042)
+    assert (reserve.micros, actual) == (8721, 18763)
+    assert actual <= reserve.micros
+
+
+# -- A deploy in flight between S5 and S6 -------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "S5 checks the reservation at its own prices, but S6 settles at its own. In a "
+        "deploy that moves to a pricier model (Haiku 4.5 $1/$5 -> Sonnet 4.5 $3/$15), a "
+        "message reserved and sent by the updated S3/S5 and settled by a not-yet-updated "
+        "S6 is recorded at the old prices: 4,202 µ$ on the ledger for a bill of at least "
+        "12,603 µ$ (offline worst-case biller, default message). The ledger under-counts "
+        "8,401 µ$ (67 %) per message and hands that budget back, so while the window "
+        "lasts the real spend can pass every ceiling by up to 3x"
+    ),
+)
+def test_a_deploy_between_invoke_and_reconcile_never_under_counts(aws, monkeypatch):
+    updated = Settings().replace(
+        offline_usage="worst", price_input_per_mtok="3", price_output_per_mtok="15"
+    )
+    for name, value in updated.to_env(
+        "offline_usage", "price_input_per_mtok", "price_output_per_mtok"
+    ).items():
+        monkeypatch.setenv(name, value)
+    old = updated.replace(price_input_per_mtok="1", price_output_per_mtok="5")
+    monkeypatch.setattr(reconcile, "settings", lambda: old)  # S6 not updated yet
+    sent: list[dict[str, Any]] = []
+    real_responder = models.responder
+
+    def recording(s: Settings) -> Any:
+        inner = real_responder(s)
+
+        class Recorded(CannotCount):
+            def converse(self, **kwargs: Any) -> Any:
+                reply = inner.converse(**kwargs)
+                sent.append(reply.usage)
+                return reply
+
+        return Recorded()
+
+    monkeypatch.setattr(models, "responder", recording)
+    run = send(ASK)
+    assert run.status == 200 and not run.errors
+    (usage,) = sent
+    billed = pricing.actual_micros(updated, usage, 0)  # at least: the embedding left out
+    reserved, recorded = only_reservation(aws)
+    assert billed <= reserved  # S5's own check holds at the prices it ran with
+    assert (recorded, billed) == (4_202, 12_603)
+    assert recorded >= billed  # never under-count real spend
+
+
+# -- Midnight: the reservation's day is not the model call's day ---------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "The reservation is charged to the UTC day (and month) S2 saw; S5 sends the model "
+        "call whenever it runs. A request admitted at 2026-12-31 23:59:59 whose Converse "
+        "call is sent at 2027-01-01 00:00:05 is charged to December, so January's ledger "
+        "still admits its whole ceiling: calls made on 1 January (and in January) can cost "
+        "up to the December 31 ceiling on top of January's, up to 2x a day's ceiling and "
+        "monthly + daily ceiling for the month, if an adversary spends Dec 31's budget in "
+        "its last seconds"
+    ),
+)
+def test_a_model_call_is_charged_to_the_day_it_is_made(aws, monkeypatch):
+    clock = [at("2026-12-31 23:59:59")]
+    monkeypatch.setattr("time.time", lambda: clock[0])
+    called_on: list[str] = []
+
+    class Recording(CannotCount):
+        def converse(self, *, system: str, messages: list[Any], guard_text: str | None) -> Any:
+            called_on.append(identity.day_of(clock[0]))
+            usage = {"inputTokens": 900, "outputTokens": 40}
+            return models.ModelReply("An answer.", usage, "end_turn", 0)
+
+    real_retrieve = retrieve.handler
+
+    def slow_retrieve(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        result: dict[str, Any] = real_retrieve(event, context)
+        clock[0] = at("2027-01-01 00:00:05")  # S4 and a CountTokens or two take seconds
+        return result
+
+    monkeypatch.setattr(models, "responder", lambda s: Recording())
+    monkeypatch.setattr(retrieve, "handler", slow_retrieve)
+    run = send(ASK)
+    assert run.status == 200, run.errors
+    (res,) = reservation_items(aws)
+    assert called_on == ["2027-01-01"] and res["day"]["S"] == "2026-12-31"
+    assert aws.cost("GLOBAL", "MONTH#2027-01") == 0 < aws.cost("GLOBAL", "MONTH#2026-12")
+    assert called_on == [res["day"]["S"]]
