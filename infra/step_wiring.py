@@ -32,7 +32,6 @@ STEP_SETTINGS: dict[str, tuple[str, ...]] = {
         *SECRET_CACHE,
         "message_max_chars",
         "max_input_tokens",  # with the prompt's fixed text, bounds a message's token weight
-        "guardrail_id",  # read by the prompt module S1 shares with S5; only an id
         "history_max_turns",
         "history_turn_max_chars",
     ),

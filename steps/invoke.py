@@ -2,10 +2,13 @@
 any failure leaves the reservation standing (over-counts, never under-counts). The only
 step that reads the signing key.
 
-Before sending, S5 checks its own reservation: from the ``reservedMicros`` it is handed and
-the prices it holds, it derives the input tokens that reservation pays for, and sends the
-fullest prompt that fits them by an exact count or a bound (metering.py). If none fits it
-raises NotSent, and the state machine releases the reservation: nothing was sent.
+Before anything billable, S5 checks its own reservation: it is for today (UTC), and from
+its ``reservedMicros`` and the prices S5 holds it derives the input tokens it pays for, then
+picks the fullest prompt that fits them by an exact count or a bound (metering.py). If that
+fails it raises NotSent and the state machine releases the reservation: nothing was sent.
+Then the guardrail assesses the message (ApplyGuardrail) and, unless it blocks it, Converse
+answers. S5 returns the cost at its own prices, so a settlement by an S6 that still runs
+older (cheaper) prices during a deploy cannot under-count.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 
 from steps.lib import (
     clients,
+    identity,
     init_phase,
     metering,
     models,
@@ -27,54 +31,66 @@ from steps.lib import (
 from steps.lib.errors import NotSent
 from steps.lib.settings import settings
 
-init_phase.at_init(
-    clients.ssm, clients.bedrock_runtime, clients.bedrock_count
-)  # INIT phase on Lambda; no-op elsewhere
+# INIT phase on Lambda; no-op elsewhere.
+init_phase.at_init(clients.ssm, clients.bedrock_runtime, clients.bedrock_count)
 
 GUARDRAIL_INTERVENED = "guardrail_intervened"
 
 
 @observability.instrumented("Invoke")
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    s, request = settings(), event["request"]
-    key = secrets.get_secret(s.signing_key_param, s)
-    keys = secrets.accepted_values(key, time.time(), s.secret_grace_seconds)
-    message = request["message"]
-    reserved = int(event["reservation"]["reservedMicros"])
-    allowance = pricing.input_allowance(s, reserved, guarded_text=message)
-    if allowance < 0:
-        raise NotSent(f"a reservation of {reserved} micro-USD cannot pay for any prompt")
-    responder = models.responder(s)
-    candidates = prompt.candidates(
-        s, message, request.get("history") or [], event.get("grounding") or [], keys
-    )
-    fitted = metering.fit(candidates, allowance, responder.count_tokens)
-    built = fitted.prompt
-    reply = responder.converse(
-        system=built.system, messages=built.messages, guard_text=built.guard_text
-    )
+    s, request, reservation = settings(), event["request"], event["reservation"]
+    message, now, responder = request["message"], time.time(), models.responder(s)
+    fitted, allowance = _fit(s, event, now, responder.count_tokens)
+    verdict = responder.guard(message) if s.guardrail_id else models.GuardVerdict(False)
+    units = max(verdict.units, pricing.assessed_units(s, message))
+    if verdict.blocked:  # no model call: the guardrail's own answer, never signed
+        reply = models.ModelReply(verdict.text, {}, GUARDRAIL_INTERVENED)
+    else:
+        reply = responder.converse(system=fitted.prompt.system, messages=fitted.prompt.messages)
     usage = models.usage_of(reply)
+    cost = pricing.actual_micros(s, usage, int(event.get("embeddingTokens") or 0), units)
     observability.decision(
-        "answered", stop_reason=reply.stop_reason, dropped_turns=built.dropped_turns,
-        metering=fitted.metering, metered_input_tokens=fitted.input_tokens,
-        input_allowance=allowance, count_calls=fitted.count_calls,
-        count_failed=fitted.count_failed, **usage,
+        "blocked" if verdict.blocked else "answered", stop_reason=reply.stop_reason,
+        dropped_turns=fitted.prompt.dropped_turns, metering=fitted.metering,
+        metered_input_tokens=fitted.input_tokens, input_allowance=allowance,
+        count_calls=fitted.count_calls, count_failed=fitted.count_failed,
+        cost_micros=cost, reserved_micros=int(reservation["reservedMicros"]), **usage,
     )  # fmt: skip
+    key = secrets.get_secret(s.signing_key_param, s)
     return {
         "reply": reply.text,
-        "sig": _sig(message, reply, key.current),
+        "sig": "" if verdict.blocked else _sig(message, reply.text, key.current),
         "usage": usage,
-        "guardrailTextUnits": max(
-            reply.guardrail_text_units, pricing.assessed_units(s, built.guard_text, reply.text)
-        ),
+        "guardrailTextUnits": units,
+        "costMicros": cost,
         "stopReason": reply.stop_reason,
     }
 
 
-def _sig(message: str, reply: models.ModelReply, key: str) -> str:
-    """The exchange's signature, or "" when the guardrail blocked it: an unsigned exchange
-    never comes back as history, so a blocked question cannot reach the model unassessed
-    by being replayed as an older turn."""
-    if reply.stop_reason == GUARDRAIL_INTERVENED:
-        return ""
-    return signing.sign(signing.exchange(message, reply.text), key)
+def _fit(
+    s: Any, event: dict[str, Any], now: float, count: metering.Counter
+) -> tuple[metering.Fitted, int]:
+    """The prompt the reservation pays for, or NotSent (nothing billable has happened)."""
+    reservation, request = event["reservation"], event["request"]
+    if identity.day_of(now) != reservation["day"]:
+        # The ledger charged the day S2 saw; a call sent after midnight would spend the
+        # new day's money on yesterday's account. The visitor's retry reserves anew.
+        raise NotSent(f"the reservation is for {reservation['day']}, which has ended")
+    reserved = int(reservation["reservedMicros"])
+    allowance = pricing.input_allowance(s, reserved, guarded_text=request["message"])
+    if allowance < 0:
+        raise NotSent(f"a reservation of {reserved} micro-USD cannot pay for any prompt")
+    keys = secrets.accepted_values(
+        secrets.get_secret(s.signing_key_param, s), now, s.secret_grace_seconds
+    )
+    candidates = prompt.candidates(
+        s, request["message"], request.get("history") or [], event.get("grounding") or [], keys
+    )
+    return metering.fit(candidates, allowance, count), allowance
+
+
+def _sig(message: str, reply: str, key: str) -> str:
+    """The exchange's signature. A blocked exchange gets none (""): it never comes back as
+    history, so a blocked question cannot reach the model unassessed as an older turn."""
+    return signing.sign(signing.exchange(message, reply), key)

@@ -1,9 +1,10 @@
 """The Bedrock guardrail: prompt attacks and harmful content on the visitor's current turn.
 
-Only input policies are enabled. The Invoke step puts the current user turn in a
-guardContent block, so that turn alone is evaluated and billed (text units x configured
-policies, which is what the cost reservation counts); outputs are grounded in the site's
-own text and bounded by maxTokens.
+Only input policies are enabled. The Invoke step assesses the current message alone with
+ApplyGuardrail (source INPUT) before the model call, so exactly that text is evaluated and
+billed (text units x configured policies, which is what the cost reservation counts), and a
+blocked message never reaches the model. Converse carries no guardrailConfig: it would also
+bill the reply's characters, which no bound on tokens limits.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import EmbeddingError, ModelError
 from .model_ids import COUNT_TOKENS_REGIONS, foundation_model_id
-from .models import USAGE_KEYS, ModelReply
+from .models import USAGE_KEYS, GuardVerdict, ModelReply
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -32,9 +32,7 @@ class BedrockResponder:
         self._count_client = count_client or client
         self._region: str | None = getattr(getattr(client, "meta", None), "region_name", None)
 
-    def converse(
-        self, *, system: str, messages: list[dict[str, Any]], guard_text: str | None
-    ) -> ModelReply:
+    def converse(self, *, system: str, messages: list[dict[str, Any]]) -> ModelReply:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
@@ -45,6 +43,29 @@ class BedrockResponder:
         except BotoCoreError as exc:  # ReadTimeoutError, ConnectTimeoutError, endpoint errors
             raise ModelError(f"Converse failed: {type(exc).__name__}") from exc
         return parse_converse(response)
+
+    def guard(self, text: str) -> GuardVerdict:
+        """ApplyGuardrail on exactly the current message (source INPUT), before the call.
+
+        Any failure is a ModelError, which leaves the reservation standing: the guardrail
+        may have billed its units.
+        """
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        s = self._settings
+        try:
+            response = self._client.apply_guardrail(
+                guardrailIdentifier=s.guardrail_id,
+                guardrailVersion=s.guardrail_version or "DRAFT",
+                source="INPUT",
+                content=[{"text": {"text": text}}],
+            )
+            return parse_guardrail(response)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "ClientError")
+            raise ModelError(f"ApplyGuardrail failed: {code}") from exc
+        except BotoCoreError as exc:
+            raise ModelError(f"ApplyGuardrail failed: {type(exc).__name__}") from exc
 
     def count_tokens(self, system: str, messages: list[dict[str, Any]]) -> int:
         """The exact input tokens of the Converse request for (system, messages)."""
@@ -73,19 +94,15 @@ class BedrockResponder:
         s = self._settings
         # No cachePoint, ever: Haiku caches only from 4,096 tokens (about 3x the default
         # prompt) and a cache write bills 1.25x input, which the reserve does not price.
-        request: dict[str, Any] = {
+        # No guardrailConfig either: the guardrail assessed the message before the call
+        # (guard), and Converse's own guardrail would also bill the reply's characters,
+        # which no token bound limits.
+        return {
             "modelId": s.model_id,
             "system": [{"text": system}],
             "messages": messages,
             "inferenceConfig": {"maxTokens": s.max_output_tokens},
         }
-        if s.guardrail_id:
-            request["guardrailConfig"] = {
-                "guardrailIdentifier": s.guardrail_id,
-                "guardrailVersion": s.guardrail_version or "DRAFT",
-                "trace": "enabled",  # the trace carries the billed text units
-            }
-        return request
 
 
 def parse_converse(response: Mapping[str, Any]) -> ModelReply:
@@ -95,22 +112,25 @@ def parse_converse(response: Mapping[str, Any]) -> ModelReply:
         usage = {key: _count(response["usage"].get(key, 0)) for key in USAGE_KEYS}
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelError("Converse returned a malformed response (no output or usage)") from exc
-    if not text and response.get("stopReason") != "guardrail_intervened":
+    if not text:
         raise ModelError("Converse returned no text")
-    return ModelReply(text, usage, str(response.get("stopReason", "")), guardrail_units(response))
+    return ModelReply(text, usage, str(response.get("stopReason", "")))
 
 
-def guardrail_units(response: Mapping[str, Any]) -> int:
-    """Billed guardrail text units: every policy's units over input and output assessments."""
-    trace = (response.get("trace") or {}).get("guardrail") or {}
-    assessments = list((trace.get("inputAssessment") or {}).values())
-    for outputs in (trace.get("outputAssessments") or {}).values():
-        assessments += outputs
-    total = 0
-    for assessment in assessments:
-        usage = (assessment.get("invocationMetrics") or {}).get("usage") or {}
-        total += sum(v for k, v in usage.items() if k.endswith("Units") and isinstance(v, int))
-    return total
+def parse_guardrail(response: Mapping[str, Any]) -> GuardVerdict:
+    """ApplyGuardrail's verdict: intervened or not, its answer, and every policy's units."""
+    try:
+        blocked = response["action"] == "GUARDRAIL_INTERVENED"
+        text = "".join(o.get("text", "") for o in response.get("outputs") or [])
+        usage = response.get("usage") or {}
+        units = sum(  # every policy's billed units; the free ones are not billed
+            v
+            for k, v in usage.items()
+            if k.endswith("Units") and not k.endswith("FreeUnits") and isinstance(v, int)
+        )
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ModelError("ApplyGuardrail returned a malformed response") from exc
+    return GuardVerdict(blocked, text, units)
 
 
 def _count(value: object) -> int:

@@ -17,7 +17,10 @@ from .settings import Settings
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["USAGE_KEYS", "ModelReply", "QueryEmbedder", "Responder", "responder", "usage_of"]
+__all__ = [
+    "USAGE_KEYS", "GuardVerdict", "ModelReply", "QueryEmbedder", "Responder", "responder",
+    "usage_of",
+]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,17 +28,27 @@ class ModelReply:
     text: str
     usage: dict[str, int] = field(default_factory=dict)  # keyed by USAGE_KEYS
     stop_reason: str = "end_turn"
-    guardrail_text_units: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class GuardVerdict:
+    """The guardrail's verdict on the current message (ApplyGuardrail, source INPUT)."""
+
+    blocked: bool
+    text: str = ""  # the guardrail's own answer when it blocked the message
+    units: int = 0  # the billed text units it reported (every policy)
 
 
 class Responder(Protocol):
-    def converse(
-        self, *, system: str, messages: list[dict[str, Any]], guard_text: str | None
-    ) -> ModelReply: ...
+    def converse(self, *, system: str, messages: list[dict[str, Any]]) -> ModelReply: ...
 
     def count_tokens(self, system: str, messages: list[dict[str, Any]]) -> int:
         """Exact input tokens of this request; raises metering.CountUnavailable when the
         provider cannot count it (offline stand-ins never can)."""
+        ...
+
+    def guard(self, text: str) -> GuardVerdict:
+        """Assess ``text`` (the current message) with the configured guardrail."""
         ...
 
 

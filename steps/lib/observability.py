@@ -46,6 +46,7 @@ METRICS = (
     "CostMicros",
     "ReservationOpen",
     "CountTokensFailed",
+    "GuardrailBlocked",
 )
 # (step, decision) -> counted metric; "*" matches any decision of that step. Degraded is
 # counted where the visitor is actually served a degraded answer (S7, or mode "off" in S3),
@@ -55,6 +56,7 @@ _COUNTED: Mapping[tuple[str, str], str] = {
     ("Quota", "limited"): "QuotaLimited",
     ("CostGate", "off"): "Degraded",
     ("Degraded", "*"): "Degraded",
+    ("Invoke", "blocked"): "GuardrailBlocked",  # assessed, then no model call
     ("Invoke", "*"): "ModelCalls",
 }
 # An exception in these steps leaves a reservation standing (over-counts, never under);

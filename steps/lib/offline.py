@@ -6,8 +6,8 @@
   Converse does. Deterministic. Its usage is either the project's estimate
   (``tokens.count_tokens``) or, with ``offline_usage = "worst"``, the worst case a provider
   could bill for exactly what was sent: the byte bound of the input, ``maxTokens`` of
-  output and every guardrail unit the reserve allows for. It cannot count tokens exactly
-  (there is no CountTokens offline), so S5 meters it by the byte bound.
+  output and, from ``guard``, every guardrail unit the reserve allows for. It cannot count
+  tokens exactly (there is no CountTokens offline), so S5 meters it by the byte bound.
 - ``HashingQueryEmbedder`` embeds the query with the indexer's feature-hashing embedder
   (the offline stand-in for Titan), so query and index vectors live in one space.
 """
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from . import pricing, tokens
 from .byte_bound import message_texts, prompt_bound, text_bound
 from .followup import follow_up_query
-from .models import ModelReply
+from .models import GuardVerdict, ModelReply
 from .prompt import REFERENCE_SOURCE
 from .settings import Settings
 
@@ -49,24 +49,23 @@ class ExtractiveResponder:
 
         raise CountUnavailable("the offline stand-in has no tokenizer to count with")
 
-    def converse(
-        self, *, system: str, messages: list[dict[str, Any]], guard_text: str | None
-    ) -> ModelReply:
+    def converse(self, *, system: str, messages: list[dict[str, Any]]) -> ModelReply:
         s = self._settings
         reply = compose_reply(system, messages, s.max_output_tokens)
         if s.offline_usage == "worst":
-            usage = _usage(prompt_bound(system, messages), s.max_output_tokens)
-            return ModelReply(reply, usage, "end_turn", self._worst_guard_units(guard_text))
+            return ModelReply(reply, _usage(prompt_bound(system, messages), s.max_output_tokens))
         prompt_tokens = tokens.count_tokens(system) + sum(
             tokens.count_tokens(_text_of(m)) for m in messages
         )
-        usage = _usage(prompt_tokens, tokens.count_tokens(reply))
-        return ModelReply(reply, usage, "end_turn", pricing.assessed_units(s, guard_text, reply))
+        return ModelReply(reply, _usage(prompt_tokens, tokens.count_tokens(reply)))
 
-    def _worst_guard_units(self, guard_text: str | None) -> int:
-        if guard_text is None or not self._settings.guardrail_id:
-            return 0
-        return pricing.guardrail_unit_bound(self._settings, guard_text)
+    def guard(self, text: str) -> GuardVerdict:
+        """Never blocks (it is not a guardrail); reports the units a guardrail would bill:
+        the fewest for this text, or with offline_usage "worst" the most the reserve allows."""
+        s = self._settings
+        worst = s.offline_usage == "worst"
+        units = pricing.guardrail_unit_bound(s, text) if worst else pricing.assessed_units(s, text)
+        return GuardVerdict(blocked=False, units=units)
 
 
 def _usage(input_tokens: int, output_tokens: int) -> dict[str, int]:

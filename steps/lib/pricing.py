@@ -24,14 +24,18 @@ links, and this module is the first.
    output tokens           ``max_output_tokens``                   ``inferenceConfig.maxTokens``
    embedding tokens        ``EMBEDDING_TOKEN_BOUND``               S4 cuts the query to that
                                                                    byte bound (retrieve.py)
-   guardrail text units    ``guardrail_unit_bound``: the guarded   S5 guards exactly the
-                           message by bytes + the output           current message; output
-                           (assumption A4) x policies              length via maxTokens
+   guardrail text units    ``guardrail_unit_bound``: the message   S5 assesses exactly the
+                           in started 1,000s of its byte bound,    current message, before
+                           x filter policies                       the call (ApplyGuardrail,
+                                                                   source INPUT); the reply
+                                                                   is never assessed
    ======================  ======================================  ==========================
 
    S5 re-derives ``A`` from the ``reservedMicros`` it is handed, at the prices it holds,
    before anything is sent, so the link holds even while S3 and S5 run different settings
-   during a deploy (``NotSent`` then releases the reservation).
+   during a deploy (``NotSent`` then releases the reservation); S6 settles at least the
+   cost S5 computed, so an S6 on older prices cannot under-count. S5 also sends nothing
+   once the reservation's UTC day has ended: the day charged is the day of the call.
 
 2. **Per total: the sum of reservations fits.** ``ledger.reserve`` admits a reservation
    only under the conditional write ``total <= ceiling - reserved`` on day, month and
@@ -39,10 +43,11 @@ links, and this module is the first.
 
 Assumptions the proof relies on (docs/internals.md, "The cost bound", gives the sources):
 A1 CountTokens reports what Converse bills for the same input (Bedrock user guide);
-A2 a token covers at least one UTF-8 byte of text or of its NFKC form (``byte_bound``);
+A2 a token covers at least one UTF-8 byte of text or of its NFKC form (``byte_bound``; the
+   published Claude tokenizer normalises with NFKC);
 A3 chat framing is within ``byte_bound``'s overhead constants (fallback only);
-A4 a reply averages at most ``MAX_CHARS_PER_OUTPUT_TOKEN`` characters per token (only
-   when a guardrail is configured: it bills the output's characters).
+A4 a guardrail bills per policy per started 1,000 characters of the text it assessed
+   (Bedrock pricing), and ApplyGuardrail assesses exactly the text it is given.
 """
 
 from __future__ import annotations
@@ -69,7 +74,6 @@ EMBEDDING_OVERHEAD_TOKENS = 8
 EMBEDDING_TOKEN_BOUND = TITAN_QUERY_MAX_BYTES + EMBEDDING_OVERHEAD_TOKENS
 
 GUARDRAIL_UNIT_CHARS = 1000  # Bedrock Guardrails bill per text unit of up to 1,000 characters
-MAX_CHARS_PER_OUTPUT_TOKEN = 16  # A4
 # Grounding in a reserve sized for the byte bound: the budget is in estimated tokens, and
 # English prose runs about 4 bytes per token. Quality only: S5 trims to whatever was paid.
 GROUNDING_BYTES_PER_TOKEN = 4
@@ -147,19 +151,17 @@ def _exact_cost_bound(s: Settings, input_tokens: int, guarded_text: str) -> Deci
 
 
 def guardrail_unit_bound(s: Settings, guarded_text: str) -> int:
-    """Billed text units: (units of the guarded message + of the reply) x filter policies.
+    """Billed text units: the message's units x filter policies (A4).
 
     The message is counted by its byte bound, not its characters: whatever "character"
-    means to the guardrail (code point or UTF-16 unit), it is at most one UTF-8 byte.
+    means to the guardrail (code point or UTF-16 unit), it is at most one UTF-8 byte. The
+    reply is never assessed: a model's token can decode to a thousand characters (the
+    published Claude tokenizer has a token of 1,024 spaces), so no bound on the reply's
+    length would be worth reserving.
     """
     if not s.guardrail_id:
         return 0
-    units_in = math.ceil(text_bound(guarded_text) / GUARDRAIL_UNIT_CHARS)
-    return (units_in + output_units_bound(s)) * s.guardrail_policy_count
-
-
-def output_units_bound(s: Settings) -> int:
-    return math.ceil(s.max_output_tokens * MAX_CHARS_PER_OUTPUT_TOKEN / GUARDRAIL_UNIT_CHARS)
+    return math.ceil(text_bound(guarded_text) / GUARDRAIL_UNIT_CHARS) * s.guardrail_policy_count
 
 
 def reserve_micros(s: Settings) -> int:
@@ -208,16 +210,12 @@ def actual_micros(
     return _ceil(total)
 
 
-def assessed_units(s: Settings, guarded_text: str | None, reply: str) -> int:
-    """The fewest units a guardrail bills for what it assessed: the guarded message and the
-    reply, each in started 1,000-character units, per policy. S6 settles at least this
-    even when a response carries no guardrail trace."""
-    if guarded_text is None or not s.guardrail_id:
+def assessed_units(s: Settings, guarded_text: str) -> int:
+    """The fewest units a guardrail bills for assessing the message: started 1,000-character
+    units, per policy. S5 settles at least this even when the response reports fewer."""
+    if not s.guardrail_id:
         return 0
-    units = math.ceil(len(guarded_text) / GUARDRAIL_UNIT_CHARS) + math.ceil(
-        len(reply) / GUARDRAIL_UNIT_CHARS
-    )
-    return units * s.guardrail_policy_count
+    return math.ceil(len(guarded_text) / GUARDRAIL_UNIT_CHARS) * s.guardrail_policy_count
 
 
 def release_micros(s: Settings) -> int:

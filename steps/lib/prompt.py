@@ -53,7 +53,6 @@ REFERENCE_SOURCE = re.compile(
 class Prompt:
     system: str
     messages: list[dict[str, Any]]
-    guard_text: str | None
     history_turns: int  # prior turns kept
     dropped_turns: int  # prior turns dropped (unsigned, forged, malformed or over budget)
     grounding_chunks: int
@@ -111,28 +110,24 @@ def candidates(
     )
     chunks = list(grounding)
     for kept in range(len(pairs), -1, -1):
-        yield _assemble(s, message, len(history), pairs[len(pairs) - kept :], chunks)
+        yield _assemble(message, len(history), pairs[len(pairs) - kept :], chunks)
     for kept in range(len(chunks) - 1, -1, -1):
-        yield _assemble(s, message, len(history), [], chunks[:kept])
+        yield _assemble(message, len(history), [], chunks[:kept])
 
 
 def _assemble(
-    s: Settings,
     message: str,
     turns_sent: int,
     pairs: Sequence[tuple[str, str]],
     chunks: Sequence[Mapping[str, str]],
 ) -> Prompt:
-    guarded = bool(s.guardrail_id)
     messages = [
         m for user, reply in pairs for m in (_message("user", user), _message("assistant", reply))
     ]
-    current = {"guardContent": {"text": {"text": message}}} if guarded else {"text": message}
-    messages.append({"role": "user", "content": [current]})
+    messages.append(_message("user", message))
     return Prompt(
         system=system_text(chunks),
         messages=messages,
-        guard_text=message if guarded else None,
         history_turns=2 * len(pairs),
         dropped_turns=turns_sent - 2 * len(pairs),
         grounding_chunks=len(chunks),

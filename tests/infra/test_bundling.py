@@ -22,7 +22,7 @@ def test_every_requirement_is_pinned_and_boto3_supports_guardcontent_and_cachepo
     requirements = dict(r.split("==") for r in bundling.RETRIEVAL_ASSET.requirements())
     assert all(requirements.values())
     botocore = tuple(int(x) for x in requirements["botocore"].split(".")[:3])
-    assert botocore >= (1, 42, 31)  # cachePoint's 1-hour TTL; guardContent is older
+    assert botocore >= (1, 39, 0)  # CountTokens; ApplyGuardrail is older
 
 
 def test_the_cache_key_follows_the_requirement_set(tmp_path, monkeypatch):

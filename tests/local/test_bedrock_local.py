@@ -101,15 +101,27 @@ def _titan(stubber: Stubber, settings: Settings, text: str) -> None:
     )  # fmt: skip
 
 
+def _guard(stubber: Stubber, units: int = 0) -> None:
+    """ApplyGuardrail on the message alone, before the call; it passes it."""
+    stubber.add_response(
+        "apply_guardrail",
+        {"action": "NONE", "outputs": [], "assessments": [],
+         "usage": {"topicPolicyUnits": units, "contentPolicyUnits": units,
+                   "wordPolicyUnits": 0, "sensitiveInformationPolicyUnits": 0,
+                   "sensitiveInformationPolicyFreeUnits": 0,
+                   "contextualGroundingPolicyUnits": 0}},
+        {"guardrailIdentifier": "gr-test", "guardrailVersion": "3", "source": "INPUT",
+         "content": [{"text": {"text": QUESTION["message"]}}]},
+    )  # fmt: skip
+
+
 def _converse(stubber: Stubber, settings: Settings) -> None:
     stubber.add_response(
         "converse",
         {"output": {"message": {"role": "assistant", "content": [{"text": REPLY}]}},
          "stopReason": "end_turn", "usage": USAGE, "metrics": {"latencyMs": 420}},
         {"modelId": settings.model_id, "system": ANY, "messages": ANY,
-         "inferenceConfig": {"maxTokens": settings.max_output_tokens},
-         "guardrailConfig": {"guardrailIdentifier": "gr-test", "guardrailVersion": "3",
-                             "trace": "enabled"}},
+         "inferenceConfig": {"maxTokens": settings.max_output_tokens}},
     )  # fmt: skip
 
 
@@ -119,17 +131,18 @@ def test_a_message_runs_the_state_machine_on_real_bedrock_clients(
 ) -> None:
     runtime, stubber, settings = bedrock
     _titan(stubber, settings, QUESTION["message"])
+    _guard(stubber)
     _converse(stubber, settings)
     outcome = runtime.send(QUESTION, ip=VISITOR)
     assert outcome.status == 200, outcome.body
     assert outcome.body["reply"] == REPLY and outcome.body["sig"]
-    stubber.assert_no_pending_responses()  # exactly one Titan and one Converse call
+    stubber.assert_no_pending_responses()  # exactly one Titan, guardrail and Converse call
     (reservation,) = reservations(runtime)
     assert reservation["status"]["S"] == "settled"
     # Priced from what the stubbed Converse and Titan reported, exactly as deployed.
-    # The stub carries no guardrail trace: the units assessed (message and reply) are
-    # settled all the same.
-    units = pricing.assessed_units(settings, QUESTION["message"], REPLY)
+    # The guardrail reported no units: the units it assessed (the message) are settled
+    # all the same.
+    units = pricing.assessed_units(settings, QUESTION["message"])
     expected = pricing.actual_micros(
         settings, USAGE, embedding_tokens=11, guardrail_text_units=units
     )
@@ -157,6 +170,7 @@ def test_a_bedrock_failure_fails_closed_and_the_reservation_stands(
 ) -> None:
     runtime, stubber, settings = bedrock
     _titan(stubber, settings, QUESTION["message"])
+    _guard(stubber)
     stubber.add_client_error("converse", "ThrottlingException", "slow down", 429)
     outcome = runtime.send(QUESTION, ip=VISITOR)
     assert outcome.status == 503

@@ -29,7 +29,7 @@ class ParrotResponder(CannotCount):
     def __init__(self, settings):
         self.settings = settings
 
-    def converse(self, *, system, messages, guard_text):
+    def converse(self, *, system, messages):
         said = " | ".join(
             block.get("text", "")
             for m in messages

@@ -17,7 +17,7 @@ from moto import mock_aws
 
 from local.tables import create_ledger_table
 from steps.lib import caches, models
-from steps.lib.models import ModelReply
+from steps.lib.models import GuardVerdict, ModelReply
 from steps.lib.secrets import SecretValue, render_secret
 from steps.lib.settings import Settings
 
@@ -158,11 +158,19 @@ class CountingResponder:
             raise CountUnavailable("no CountTokens in this test")
         return self.exact_count(system, messages)
 
-    def converse(self, *, system: str, messages: list[Any], guard_text: str | None) -> ModelReply:
-        self.calls.append({"system": system, "messages": messages, "guard_text": guard_text})
+    # What the guardrail says of each message (None: it passes everything, billing nothing).
+    verdict: Callable[[str], GuardVerdict] | None = None
+    guarded: list[str] = field(default_factory=list)
+
+    def guard(self, text: str) -> GuardVerdict:
+        self.guarded.append(text)
+        return self.verdict(text) if self.verdict else GuardVerdict(False)
+
+    def converse(self, *, system: str, messages: list[Any]) -> ModelReply:
+        self.calls.append({"system": system, "messages": messages})
         if self.error is not None:
             raise self.error
-        return ModelReply(self.text, dict(self.usage), "end_turn", 0)
+        return ModelReply(self.text, dict(self.usage), "end_turn")
 
 
 @pytest.fixture

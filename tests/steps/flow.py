@@ -84,6 +84,7 @@ def _answer(ex: _Execution, body: Any, address: str, origin: str) -> None:
         "request": o["request"],
         "grounding": r["grounding"],
         "reservation": g["reservation"],
+        "embeddingTokens": r["embeddingTokens"],
     }
     try:
         a = ex.step("Invoke", invoke.handler, invoke_event)
@@ -96,6 +97,7 @@ def _answer(ex: _Execution, body: Any, address: str, origin: str) -> None:
         "usage": a["usage"],
         "embeddingTokens": r["embeddingTokens"],
         "guardrailTextUnits": a["guardrailTextUnits"],
+        "invokeCostMicros": a["costMicros"],
     }
     ex.step("Reconcile", reconcile.handler, settle, fail=0)  # a failure still answers
     raise _Done(200, {"reply": a["reply"], "sources": r["sources"], "sig": a["sig"]})

@@ -54,23 +54,61 @@ def test_converse_request_is_bounded_and_never_carries_a_cache_point():
     assert "guardrailConfig" not in req
 
 
-def test_converse_request_carries_the_guardrail_when_configured():
+def test_converse_never_carries_a_guardrail_it_would_bill_the_reply_by_characters():
     s = S.replace(guardrail_id="gr-1", guardrail_version="3")
-    req = bedrock.BedrockResponder(s, None).request("system", MESSAGES)
-    assert req["guardrailConfig"] == {
-        "guardrailIdentifier": "gr-1",
-        "guardrailVersion": "3",
-        "trace": "enabled",
+    assert "guardrailConfig" not in bedrock.BedrockResponder(s, None).request("system", MESSAGES)
+
+
+# ApplyGuardrail's usage: one unit of the topic and the content policy; free units unbilled.
+USAGE_UNITS = {
+    "topicPolicyUnits": 1, "contentPolicyUnits": 1, "wordPolicyUnits": 0,
+    "sensitiveInformationPolicyUnits": 0, "sensitiveInformationPolicyFreeUnits": 3,
+    "contextualGroundingPolicyUnits": 0,
+}  # fmt: skip
+
+
+def _guard(response):
+    s = S.replace(guardrail_id="gr-1", guardrail_version="3")
+    c = client()
+    with Stubber(c) as stub:
+        expected = {
+            "guardrailIdentifier": "gr-1",
+            "guardrailVersion": "3",
+            "source": "INPUT",
+            "content": [{"text": {"text": "Which windows?"}}],
+        }
+        stub.add_response("apply_guardrail", response, expected)
+        return bedrock.BedrockResponder(s, c).guard("Which windows?")
+
+
+def test_the_guardrail_assesses_exactly_the_message_and_reports_every_policys_units():
+    verdict = _guard({"action": "NONE", "outputs": [], "assessments": [], "usage": USAGE_UNITS})
+    assert verdict == models.GuardVerdict(blocked=False, text="", units=2)
+
+
+def test_a_guardrail_intervention_carries_its_own_answer():
+    response = {
+        "action": "GUARDRAIL_INTERVENED",
+        "outputs": [{"text": "Sorry, I cannot discuss that."}],
+        "assessments": [],
+        "usage": USAGE_UNITS,
     }
+    assert _guard(response) == models.GuardVerdict(True, "Sorry, I cannot discuss that.", 2)
+
+
+def test_a_failed_guardrail_call_is_model_error_so_the_reservation_stands():
+    s = S.replace(guardrail_id="gr-1", guardrail_version="3")
+    c = client()
+    with Stubber(c) as stub, pytest.raises(ModelError, match="ApplyGuardrail"):
+        stub.add_client_error("apply_guardrail", "ThrottlingException", "slow down", 429)
+        bedrock.BedrockResponder(s, c).guard("Which windows?")
 
 
 def test_converse_success_is_parsed():
     c = client()
     with Stubber(c) as stub:
         stub.add_response("converse", GOOD)
-        reply = bedrock.BedrockResponder(S, c).converse(
-            system="sys", messages=MESSAGES, guard_text=None
-        )
+        reply = bedrock.BedrockResponder(S, c).converse(system="sys", messages=MESSAGES)
     assert reply.text == "60 to 600 seconds."
     assert models.usage_of(reply) == {
         "inputTokens": 120,
@@ -97,7 +135,7 @@ def test_converse_client_errors_become_model_error(code):
     with Stubber(c) as stub:
         stub.add_client_error("converse", code, http_status_code=503)
         with pytest.raises(ModelError, match=code):
-            bedrock.BedrockResponder(S, c).converse(system="s", messages=MESSAGES, guard_text=None)
+            bedrock.BedrockResponder(S, c).converse(system="s", messages=MESSAGES)
 
 
 @pytest.mark.parametrize(
@@ -110,9 +148,7 @@ def test_converse_timeouts_become_model_error(exc):
             raise exc
 
     with pytest.raises(ModelError, match=type(exc).__name__):
-        bedrock.BedrockResponder(S, Raising()).converse(
-            system="s", messages=MESSAGES, guard_text=None
-        )
+        bedrock.BedrockResponder(S, Raising()).converse(system="s", messages=MESSAGES)
 
 
 @pytest.mark.parametrize(
@@ -129,22 +165,6 @@ def test_converse_timeouts_become_model_error(exc):
 def test_a_malformed_converse_response_is_model_error(response):
     with pytest.raises(ModelError):
         bedrock.parse_converse(response)
-
-
-def test_guardrail_units_are_summed_over_policies_and_assessments():
-    usage = {
-        "topicPolicyUnits": 1,
-        "contentPolicyUnits": 1,
-        "wordPolicyUnits": 0,
-        "contentPolicyImageUnits": 0,
-    }
-    trace = {
-        "guardrail": {
-            "inputAssessment": {"gr": {"invocationMetrics": {"usage": usage}}},
-            "outputAssessments": {"gr": [{"invocationMetrics": {"usage": usage}}]},
-        }
-    }
-    assert bedrock.guardrail_units({**GOOD, "trace": trace}) == 4
 
 
 def test_the_converse_client_never_retries_and_has_explicit_timeouts(monkeypatch):
@@ -182,8 +202,8 @@ def test_titan_failures_become_embedding_error():
 def test_the_extractive_responder_answers_from_the_reference_deterministically():
     responder = ExtractiveResponder(S)
     system = prompt.system_text(GROUNDING)
-    first = responder.converse(system=system, messages=MESSAGES, guard_text=None)
-    again = responder.converse(system=system, messages=MESSAGES, guard_text=None)
+    first = responder.converse(system=system, messages=MESSAGES)
+    again = responder.converse(system=system, messages=MESSAGES)
     assert first == again
     assert "60, 120, 300 or 600 seconds" in first.text and "Cats" not in first.text
     assert first.usage["inputTokens"] == tokens.count_tokens(system) + tokens.count_tokens(
@@ -193,9 +213,7 @@ def test_the_extractive_responder_answers_from_the_reference_deterministically()
 
 
 def test_the_extractive_responder_says_when_it_has_nothing():
-    reply = ExtractiveResponder(S).converse(
-        system=prompt.system_text([]), messages=MESSAGES, guard_text=None
-    )
+    reply = ExtractiveResponder(S).converse(system=prompt.system_text([]), messages=MESSAGES)
     assert (
         reply.text
         == "I could not find anything about that on this site, so I would rather not guess."

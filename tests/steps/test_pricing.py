@@ -56,13 +56,13 @@ def test_without_exact_metering_the_reserve_holds_grounding_and_history_by_their
 
 def test_guardrail_units_are_reserved_only_when_a_guardrail_is_configured():
     assert pricing.guardrail_unit_bound(DEFAULT, QUESTION) == 0
-    # input: ceil(42/1000)=1, output: ceil(512*16/1000)=9, times two policies
-    assert pricing.guardrail_unit_bound(GUARDED, QUESTION) == (1 + 9) * 2
+    # only the message is assessed: ceil(42/1000) = 1 unit, times two policies
+    assert pricing.guardrail_unit_bound(GUARDED, QUESTION) == 1 * 2
     # the message counts by its bytes: 2,000 emoji are 8,000 bytes, 8 units
-    assert pricing.guardrail_unit_bound(GUARDED, "\U0001f600" * 2000) == (8 + 9) * 2
+    assert pricing.guardrail_unit_bound(GUARDED, "\U0001f600" * 2000) == 8 * 2
     assert (
         pricing.cost_bound(GUARDED, 100, guarded_text=QUESTION)
-        == pricing.cost_bound(DEFAULT, 100, guarded_text=QUESTION) + 20 * 150
+        == pricing.cost_bound(DEFAULT, 100, guarded_text=QUESTION) + 2 * 150
     )
 
 

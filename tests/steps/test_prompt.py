@@ -139,15 +139,12 @@ def test_a_prompt_that_cannot_fit_raises_before_any_call():
         build(message="x " * 400, allowance=1000)
 
 
-def test_with_a_guardrail_only_the_current_turn_is_guard_content():
+def test_the_prompt_is_plain_text_with_or_without_a_guardrail():
+    # The guardrail assesses the message before the call (ApplyGuardrail), never inside it.
     s = S.replace(guardrail_id="gr-1", guardrail_version="1")
     p = build([turn("user", "q1"), turn("assistant", "a1")], s=s)
-    assert p.messages[-1]["content"] == [
-        {"guardContent": {"text": {"text": "What windows exist?"}}}
-    ]
-    assert all("text" in m["content"][0] for m in p.messages[:-1])
-    assert p.guard_text == "What windows exist?"
-    assert build().guard_text is None
+    assert p == build([turn("user", "q1"), turn("assistant", "a1")])
+    assert all(list(m["content"][0]) == ["text"] for m in p.messages)
 
 
 def test_a_genuine_reply_replayed_after_another_question_is_dropped():
