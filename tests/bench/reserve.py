@@ -42,19 +42,13 @@ def _estimate(system: str, messages: list[dict[str, Any]]) -> int:
     return framing + tokens.count_tokens(system) + sum(tokens.count_tokens(t) for t in texts)
 
 
-def _grounding(s: Any, question: dict[str, Any]) -> list[dict[str, str]]:
-    from steps.lib import knowledge, retrieval
-    from steps.lib.offline import HashingQueryEmbedder
+def _grounding(question: dict[str, Any]) -> list[dict[str, str]]:
+    """What the real S4 hands S5 for this question (offline index and embedder)."""
+    from steps import retrieve
 
-    embedder = HashingQueryEmbedder(s)
-    kb = knowledge.load_knowledge(s.knowledge_dir, embedder=embedder.id)
-    text = retrieval.query_text(question["question"], [])
-    vector, _ = embedder.embed_query(text)
-    ranked = retrieval.rank(kb, vector, text, limit=5)
-    chunks = retrieval.select_grounding(
-        kb, ranked, question.get("page"), s.grounding_token_budget, top_k=5
-    )
-    return [{"page": c.page, "heading": c.heading, "text": c.text} for c in chunks]
+    request = {"message": question["question"], "history": [], "page": question.get("page")}
+    grounding: list[dict[str, str]] = retrieve.handler({"request": request}, None)["grounding"]
+    return grounding
 
 
 def measure(metering_name: str) -> list[tuple[int, int]]:
@@ -73,7 +67,7 @@ def measure(metering_name: str) -> list[tuple[int, int]]:
             metering=metering_name,
         )  # fmt: skip
         allowance = pricing.input_allowance(s, reserve.micros, guarded_text=message)
-        candidates = prompt.candidates(s, message, [], _grounding(s, q), [])
+        candidates = prompt.candidates(s, message, [], _grounding(q), [])
         fitted = metering.fit(candidates, allowance, counter)
         sent = _estimate(fitted.prompt.system, fitted.prompt.messages)
         usage = {"inputTokens": sent, "outputTokens": REPLY_TOKENS}
@@ -95,6 +89,8 @@ def _row(name: str, pairs: list[tuple[int, int]]) -> str:
 
 
 def main() -> None:
+    os.environ.setdefault("CHATGUARD_MODEL_BACKEND", "offline")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "CRITICAL")
     exact, by_bytes = measure("count_tokens"), measure("bytes")
     header = (
         f"Measured by `make bench-reserve`: {platform.machine()}, {os.cpu_count()} CPUs, "
