@@ -23,7 +23,10 @@ def _stand_ins(invoke_raises: type[Exception] | None = None) -> dict[str, Any]:
     def invoke(event: dict[str, Any], _ctx: Any) -> dict[str, Any]:
         if invoke_raises:
             raise invoke_raises("stand-in failure")
-        return {"reply": "stand-in reply", "sig": "s", "usage": {}, "guardrailTextUnits": 0}
+        return {
+            "reply": "stand-in reply", "sig": "s", "usage": {}, "guardrailTextUnits": 0,
+            "costMicros": 0,
+        }  # fmt: skip
 
     return {
         "steps.origin_verify": origin,
