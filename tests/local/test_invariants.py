@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -131,11 +132,17 @@ def test_self_resetting_a_new_day_is_a_new_item_with_no_job(
     make_runtime: Callable[..., LocalRuntime], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     runtime = make_runtime(visitor_message_limit=1)
+    # A frozen clock on the 14th of next month: "tomorrow" is then in the same month
+    # whatever today's date (on a month's last day it would also start a month item).
+    now = datetime.now(UTC)
+    month_ahead = (now.replace(day=1) + timedelta(days=32)).replace(day=14, hour=12)
+    today = month_ahead.timestamp()
+    monkeypatch.setattr(time, "time", lambda: today)
     runtime.send(QUESTION, ip=VISITOR)
     assert runtime.send(QUESTION, ip=VISITOR).body.get("limited") is True
     yesterday = set(items_by_key(runtime))
 
-    tomorrow = time.time() + 86_400
+    tomorrow = today + 86_400
     monkeypatch.setattr(time, "time", lambda: tomorrow)
     outcome = runtime.send(QUESTION, ip=VISITOR)
     assert outcome.status == 200 and "limited" not in outcome.body
