@@ -201,7 +201,8 @@ def settings_for(args: argparse.Namespace, **overrides: Any) -> Settings:
     from .preflight import knowledge_problem, site_problem
 
     site = getattr(args, "site", None)
-    problem = (site and site_problem(site)) or knowledge_problem(settings, site)
+    region = getattr(args, "region", None)
+    problem = (site and site_problem(site)) or knowledge_problem(settings, site, region)
     if problem:
         raise CommandError(problem)
     return settings

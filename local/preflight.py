@@ -24,13 +24,18 @@ def embedder_id(settings: Settings) -> str:
     return bedrock_embedder_id(settings.embedding_model_id, settings.embedding_dimensions)
 
 
-def index_command(knowledge: Path, site: Path | None, settings: Settings) -> str:
+def index_command(
+    knowledge: Path, site: Path | None, settings: Settings, region: str | None = None
+) -> str:
     """The `chatguard index` command that builds what `settings` need at `knowledge`."""
     embedder = "" if settings.model_backend == "offline" else " --embedder titan"
-    return f"chatguard index {site or 'SITE_DIR'} --out {knowledge}{embedder}"
+    where = f" --region {region}" if region and embedder else ""
+    return f"chatguard index {site or 'SITE_DIR'} --out {knowledge}{embedder}{where}"
 
 
-def knowledge_problem(settings: Settings, site: Path | None = None) -> str | None:
+def knowledge_problem(
+    settings: Settings, site: Path | None = None, region: str | None = None
+) -> str | None:
     """Why the index at settings.knowledge_dir cannot answer, with the command that fixes it."""
     from steps.lib.knowledge import load_knowledge
 
@@ -46,7 +51,7 @@ def knowledge_problem(settings: Settings, site: Path | None = None) -> str | Non
         reason = str(exc).split(": run `chatguard index", 1)[0]
         return (
             f"no usable index at {directory} ({reason}); build it with: "
-            f"{index_command(directory, site, settings)}"
+            f"{index_command(directory, site, settings, region)}"
         )
     return None
 

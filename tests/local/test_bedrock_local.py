@@ -286,10 +286,11 @@ def test_aws_flags_without_bedrock_are_refused(capsys: pytest.CaptureFixture[str
 def test_the_offline_index_is_refused_for_bedrock_with_the_titan_command(
     knowledge_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["chat", "hello", "--model", "bedrock", "--knowledge", str(knowledge_dir)]
+    argv = ["chat", "hello", "--model", "bedrock", "--region", REGION,
+            "--knowledge", str(knowledge_dir)]  # fmt: skip
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "rebuild" in err and "--embedder titan" in err
+    assert "rebuild" in err and f"--embedder titan --region {REGION}" in err
 
 
 def test_the_wire_lets_only_bedrock_runtime_reach_aws() -> None:
