@@ -1,13 +1,16 @@
 """The bundled knowledge artifact: its format, and loading it once per container.
 
-Two files in one directory, written by `chatguard index` (indexer/artifact.py):
+Three files in one directory, written by `chatguard index` (indexer/artifact.py):
 
 - ``embeddings.npy``: the n x d embedding matrix (float16 on disk, see docs/knowledge.md
   for the measurement behind that choice), rows in chunk order, each L2-normalised;
+- ``lexical.bin``: the BM25 postings as raw little-endian arrays, back to back (term
+  frequencies and field lengths as float32, chunk numbers as int32): loading them is one
+  read, one hash and a zero-copy view per array, no decoding;
 - ``knowledge.json``: schema version, embedder id and dimensions, the chunks (page,
-  heading trail, plain text, token count, content hash), the lexical statistics
-  (vocabulary and BM25 postings with term frequencies and field lengths), the SHA-256
-  of the matrix file, and as its last key a checksum of everything before it.
+  heading trail, plain text, token count, content hash), the vocabulary and where each
+  lexical array lies in lexical.bin, the SHA-256 of both binary files, and as its last
+  key a checksum of everything before it.
 
 The runtime refuses an artifact whose schema, checksum, shape, terms version or embedder
 does not match, with a one-line KnowledgeError saying which, where the index is and how
@@ -16,7 +19,6 @@ to rebuild it: the retrieval steps then fail closed.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 import io
@@ -33,17 +35,24 @@ import numpy as np
 from .errors import KnowledgeError
 from .tokens import TERMS_VERSION, terms
 
-SCHEMA_VERSION = 2  # 2: BM25F postings (term frequencies, field lengths), plain-text chunks
+# 2: BM25F postings (term frequencies, field lengths), plain-text chunks;
+# 3: the postings as raw arrays in lexical.bin instead of base64 inside knowledge.json.
+SCHEMA_VERSION = 3
 METADATA_FILE = "knowledge.json"
-_LEXICAL_ARRAYS = (
-    "document_frequency",
-    "postings",
-    "text_tf",
-    "heading_tf",
-    "text_length",
-    "heading_length",
-)
 MATRIX_FILE = "embeddings.npy"
+LEXICAL_FILE = "lexical.bin"
+ARTIFACT_FILES = (METADATA_FILE, MATRIX_FILE, LEXICAL_FILE)
+# The lexical arrays in file order, each with its on-disk type (fixed here, not read from
+# the file, so an artifact cannot ask for another). Term frequencies and lengths are
+# stored as the float32 that scoring uses: no conversion at load.
+LEXICAL_DTYPES = {
+    "document_frequency": np.dtype("<i4"),
+    "postings": np.dtype("<i4"),
+    "text_tf": np.dtype("<f4"),
+    "heading_tf": np.dtype("<f4"),
+    "text_length": np.dtype("<f4"),
+    "heading_length": np.dtype("<f4"),
+}
 _SEAL_HEAD = b',"checksum":"'
 _SEAL_TAIL = b'"}'
 
@@ -106,15 +115,14 @@ def idf_weights(document_frequency: np.ndarray, n_chunks: int) -> np.ndarray:
 
 
 def lexical_stats(chunks: Sequence[Chunk]) -> dict[str, Any]:
-    """The lexical statistics as stored in knowledge.json: BM25F postings, term-major.
+    """The lexical statistics: BM25F postings, term-major, as numpy arrays.
 
     `terms` is the vocabulary (term id = position). For each term, in term-id order, the
     chunks that hold it (`postings`, ascending) with the term's count in the chunk's text
     (`text_tf`) and in its heading trail (`heading_tf`); `document_frequency` says how many
     postings belong to each term, and `text_length` / `heading_length` give each chunk's
-    term count per field. All are little-endian int32 in base64: JSON lists of small
-    integers took half of the load time, and term-major order means loading is a decode
-    and a cumulative sum, no sort.
+    term count per field. Term-major order means loading is a view and a cumulative sum,
+    no sort.
     """
     vocabulary: dict[str, int] = {}
     per_term: dict[int, list[tuple[int, int, int]]] = {}
@@ -129,24 +137,46 @@ def lexical_stats(chunks: Sequence[Chunk]) -> dict[str, Any]:
             per_term.setdefault(term_id, []).append((index, body[term], heading[term]))
     postings = [per_term[term_id] for term_id in range(len(vocabulary))]
     flat = [entry for entries in postings for entry in entries]
+    values = {
+        "document_frequency": [len(entries) for entries in postings],
+        "postings": [chunk for chunk, _, _ in flat],
+        "text_tf": [tf for _, tf, _ in flat],
+        "heading_tf": [tf for _, _, tf in flat],
+        "text_length": text_lengths,
+        "heading_length": heading_lengths,
+    }
     return {
         "terms_version": TERMS_VERSION,
         "terms": list(vocabulary),
-        "document_frequency": _pack([len(entries) for entries in postings]),
-        "postings": _pack([chunk for chunk, _, _ in flat]),
-        "text_tf": _pack([tf for _, tf, _ in flat]),
-        "heading_tf": _pack([tf for _, _, tf in flat]),
-        "text_length": _pack(text_lengths),
-        "heading_length": _pack(heading_lengths),
+        **{key: np.asarray(values[key], dtype=dtype) for key, dtype in LEXICAL_DTYPES.items()},
     }
 
 
-def _pack(values: Sequence[int]) -> str:
-    return base64.b64encode(np.asarray(values, dtype="<i4").tobytes()).decode("ascii")
+def pack_lexical(lexical: Mapping[str, Any]) -> tuple[bytes, dict[str, list[int]]]:
+    """The lexical arrays as lexical.bin's bytes, and each one's [offset, count] in them."""
+    parts: list[bytes] = []
+    layout: dict[str, list[int]] = {}
+    offset = 0
+    for key, dtype in LEXICAL_DTYPES.items():
+        raw = np.ascontiguousarray(lexical[key], dtype=dtype).tobytes()
+        layout[key] = [offset, len(raw) // dtype.itemsize]
+        parts.append(raw)
+        offset += len(raw)
+    return b"".join(parts), layout
 
 
-def _unpack(text: str) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(text, validate=True), dtype="<i4")
+def unpack_lexical(raw: bytes, layout: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Zero-copy views of lexical.bin's arrays (read-only), checked against its size."""
+    arrays: dict[str, np.ndarray] = {}
+    try:
+        for key, dtype in LEXICAL_DTYPES.items():
+            offset, count = (int(v) for v in layout[key])
+            if offset < 0 or count < 0 or offset + count * dtype.itemsize > len(raw):
+                raise ValueError(f"{key} lies outside the file")
+            arrays[key] = np.frombuffer(raw, dtype=dtype, count=count, offset=offset)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise KnowledgeError(f"{LEXICAL_FILE} is unreadable: {exc}") from exc
+    return arrays
 
 
 def seal(metadata: Mapping[str, Any]) -> bytes:
@@ -183,7 +213,7 @@ def build_knowledge(
         raise KnowledgeError(f"matrix shape {matrix.shape} does not match {n} chunks")
     term_list: list[str] = list(lexical["terms"])
     try:
-        arrays = {key: _unpack(lexical[key]) for key in _LEXICAL_ARRAYS}
+        arrays = {key: np.asarray(lexical[key], dtype=t) for key, t in LEXICAL_DTYPES.items()}
     except (KeyError, ValueError, TypeError) as exc:
         raise KnowledgeError(f"lexical statistics are unreadable: {exc}") from exc
     df, postings = arrays["document_frequency"], arrays["postings"]
@@ -210,10 +240,10 @@ def build_knowledge(
         idf=idf_weights(df, n),
         postings_ptr=postings_ptr,
         postings=postings,
-        text_tf=arrays["text_tf"].astype(np.float32),
-        heading_tf=arrays["heading_tf"].astype(np.float32),
-        text_length=arrays["text_length"].astype(np.float32),
-        heading_length=arrays["heading_length"].astype(np.float32),
+        text_tf=arrays["text_tf"],
+        heading_tf=arrays["heading_tf"],
+        text_length=arrays["text_length"],
+        heading_length=arrays["heading_length"],
         page_of=np.fromiter(
             (numbers.setdefault(chunk.page, len(numbers)) for chunk in chunks), np.int64, n
         ),
@@ -238,10 +268,11 @@ def load_knowledge(directory: Path, *, embedder: str | None = None) -> Knowledge
             embedder,
         )
     matrix = _read_matrix(directory, metadata)
+    lexical = {**metadata["lexical"], **_read_lexical(directory, metadata["lexical"])}
     chunks = [
         Chunk(c["id"], c["page"], c["heading"], c["text"], c["tokens"]) for c in metadata["chunks"]
     ]
-    return build_knowledge(chunks, matrix, metadata["embedder"]["id"], metadata["lexical"])
+    return build_knowledge(chunks, matrix, metadata["embedder"]["id"], lexical)
 
 
 def incompatible(directory: Path, why: str, embedder: str | None = None) -> KnowledgeError:
@@ -306,6 +337,16 @@ def _read_matrix(directory: Path, metadata: Mapping[str, Any]) -> np.ndarray:
         )
     # Ranking runs in float32: numpy has no fast float16 matrix product.
     return np.asarray(matrix, dtype=np.float32)
+
+
+def _read_lexical(directory: Path, spec: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    try:
+        raw = (directory / LEXICAL_FILE).read_bytes()
+    except OSError as exc:
+        raise KnowledgeError(f"{LEXICAL_FILE} is unreadable: {exc}") from exc
+    if hashlib.sha256(raw).hexdigest() != spec.get("sha256"):
+        raise KnowledgeError(f"{LEXICAL_FILE} checksum mismatch: corrupted or from another build")
+    return unpack_lexical(raw, spec.get("layout") or {})
 
 
 def content_hash(text: str) -> str:
