@@ -11,7 +11,7 @@ from indexer.build import build
 from indexer.policy import IndexPolicy
 from steps.lib.errors import KnowledgeError
 from steps.lib.hashing_embedder import HashingEmbedder
-from steps.lib.knowledge import Chunk, chunk_document, load_knowledge, seal
+from steps.lib.knowledge import Chunk, chunk_document, load_knowledge, seal, widen
 
 from .conftest import SAMPLE_SITE
 
@@ -158,3 +158,17 @@ def test_the_lexical_arrays_load_as_views_of_the_file_in_their_scoring_types(
     for array in (kb.text_tf, kb.heading_tf, kb.text_length, kb.heading_length):
         assert array.dtype == np.float32 and not array.flags.writeable
     assert kb.postings.dtype == np.int32 and not kb.postings.flags.writeable
+
+
+def test_widen_is_bit_for_bit_numpys_conversion_for_every_finite_float16() -> None:
+    every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    finite = every[np.isfinite(every)]  # zeros, subnormals, normals, both signs
+    wide = widen(finite)
+    assert wide.dtype == np.float32
+    assert np.array_equal(wide.view(np.uint32), finite.astype(np.float32).view(np.uint32))
+    # The naive shift (no mask for the sign's copies in bits 28-30) is wrong on negatives.
+    with np.errstate(over="ignore"):
+        naive = (finite.view(np.int16).astype(np.int32) << 13).view(np.float32) * 2.0**112
+    positive = (finite.view(np.uint16) & 0x8000) == 0
+    assert np.array_equal(naive[positive], finite[positive].astype(np.float32))
+    assert not np.any(naive[~positive] == finite[~positive].astype(np.float32))
