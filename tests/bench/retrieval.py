@@ -50,6 +50,8 @@ START, END = report.markers("retrieval")
 DIMS = 1024
 EMBEDDER = HashingEmbedder(DIMS)
 Timing = tuple[float, float]  # (CPU ms, wall ms), medians
+PRIOR = 0.15  # the previous turn's cited page, as much as the current page's prior
+ANSWER_WEIGHT = 0.5  # the previous answer's terms, as much as the turn before the message
 
 
 def measure(
@@ -102,6 +104,12 @@ def quality_report(kb: Knowledge, qs: quality.QuestionSet) -> dict[str, Any]:
         "chains": quality.chain_rate(kb, qs, EMBEDDER),
         "chains_before": quality.chain_rate(kb, qs, EMBEDDER, quality.previous_turn_only),
         "chains_on_page": quality.chain_rate(kb, qs, EMBEDDER, on_page=True),
+        "chains_prior": quality.chain_rate(kb, qs, EMBEDDER, previous_page_prior=PRIOR),
+        "chains_answer": quality.chain_rate(kb, qs, EMBEDDER, answer_weight=ANSWER_WEIGHT),
+        "degraded_alternatives": {
+            name: quality.degraded_rate(kb, qs, pick)
+            for name, pick in quality.degraded_alternatives().items()
+        },
         "unrelated_page_mrr": quality.unrelated_page_mrr(kb, qs, EMBEDDER),
         "questions": len(qs.questions),
         "n_chains": len(qs.chains),
@@ -130,6 +138,14 @@ def quality_table(title: str, result: dict[str, Any]) -> list[str]:
         f"{result['chains_before']:.2f} (target >= 0.80: "
         f"{'met' if result['chains'] >= 0.80 else 'NOT met'}); with the visitor reading "
         f"the chain's page: {result['chains_on_page']:.2f}",
+        f"- tried for the chains, not chosen: the page the previous turn cited first as a "
+        f"prior (+{PRIOR}): {result['chains_prior']:.2f}; the previous answer's terms (the "
+        f"offline responder's reply) folded into the query at weight {ANSWER_WEIGHT}: "
+        f"{result['chains_answer']:.2f}",
+        "- tried for the degraded answer (zero cost), not chosen: "
+        + "; ".join(
+            f"{name}: {rate:.2f}" for name, rate in result["degraded_alternatives"].items()
+        ),
         f"- hybrid MRR with the visitor on an unrelated page (the current-page prior of "
         f"{CURRENT_PAGE_WEIGHT} must not drown a clear match): {result['unrelated_page_mrr']:.3f}",
     ]
