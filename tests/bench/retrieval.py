@@ -27,6 +27,7 @@ import numpy as np
 from indexer.artifact import write_artifact
 from indexer.build import build
 from indexer.policy import IndexPolicy
+from steps.lib.followup import EARLIER_TURN_WEIGHT
 from steps.lib.hashing_embedder import HashingEmbedder
 from steps.lib.knowledge import (
     Chunk,
@@ -51,7 +52,7 @@ DIMS = 1024
 EMBEDDER = HashingEmbedder(DIMS)
 Timing = tuple[float, float]  # (CPU ms, wall ms), medians
 PRIOR = 0.15  # the previous turn's cited page, as much as the current page's prior
-ANSWER_WEIGHT = 0.5  # the previous answer's terms, as much as the turn before the message
+ANSWER_WEIGHT = EARLIER_TURN_WEIGHT  # the previous answer's terms, as much as its question
 
 
 def measure(
