@@ -1,6 +1,6 @@
 """Writing the knowledge artifact (the format itself lives in steps/lib/knowledge.py).
 
-The two files are written into a fresh temporary directory beside the output and then
+The three files are written into a fresh temporary directory beside the output and then
 swapped in, so a failed or interrupted build never leaves a half-written artifact for
 the runtime to load: the previous artifact stays until the new one is complete.
 """
@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from steps.lib.knowledge import (
+    LEXICAL_FILE,
     MATRIX_FILE,
     METADATA_FILE,
     SCHEMA_VERSION,
@@ -25,6 +26,7 @@ from steps.lib.knowledge import (
     chunk_document,
     content_hash,
     lexical_stats,
+    pack_lexical,
     seal,
 )
 
@@ -40,6 +42,10 @@ def artifact_metadata(
     embedder: str,
     *,
     dtype: str,
+    lexical_bytes: bytes,
+    lexical_layout: dict[str, list[int]],
+    terms: list[str],
+    terms_version: int,
 ) -> dict[str, Any]:
     documents = [chunk_document(chunk) for chunk in chunks]
     metadata: dict[str, Any] = {
@@ -62,7 +68,13 @@ def artifact_metadata(
             }
             for c, doc in zip(chunks, documents, strict=True)
         ],
-        "lexical": lexical_stats(chunks),
+        "lexical": {
+            "terms_version": terms_version,
+            "terms": terms,
+            "file": LEXICAL_FILE,
+            "sha256": hashlib.sha256(lexical_bytes).hexdigest(),
+            "layout": lexical_layout,
+        },
     }
     return metadata
 
@@ -81,22 +93,30 @@ def write_artifact(
     *,
     dtype: type[np.floating[Any]] = DISK_DTYPE,
 ) -> dict[str, Any]:
-    """Write both files atomically (as a directory swap); returns the metadata (unsealed)."""
+    """Write the three files atomically (as a directory swap); returns the metadata
+    (unsealed)."""
     if not np.all(np.isfinite(matrix)):
         raise ValueError("embedding matrix holds NaN or infinity; refusing to write it")
     raw = npy_bytes(matrix, dtype)
+    lexical = lexical_stats(chunks)
+    lexical_bytes, layout = pack_lexical(lexical)
     metadata = artifact_metadata(
         chunks,
         raw,
         (int(matrix.shape[0]), int(matrix.shape[1])),
         embedder,
         dtype=np.dtype(dtype).name,
+        lexical_bytes=lexical_bytes,
+        lexical_layout=layout,
+        terms=lexical["terms"],
+        terms_version=lexical["terms_version"],
     )
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
         (staging / MATRIX_FILE).write_bytes(raw)
+        (staging / LEXICAL_FILE).write_bytes(lexical_bytes)
         (staging / METADATA_FILE).write_bytes(seal(metadata))
         _swap(staging, out)
     finally:
@@ -108,7 +128,7 @@ def _swap(staging: Path, out: Path) -> None:
     if not out.exists():
         staging.rename(out)
         return
-    # Replace only our two files, so anything else an operator keeps in `out` survives;
-    # each os.replace is atomic, and the metadata (which pins the matrix hash) goes last.
-    (staging / MATRIX_FILE).replace(out / MATRIX_FILE)
-    (staging / METADATA_FILE).replace(out / METADATA_FILE)
+    # Replace only our files, so anything else an operator keeps in `out` survives; each
+    # os.replace is atomic, and the metadata (which pins both binary hashes) goes last.
+    for name in (MATRIX_FILE, LEXICAL_FILE, METADATA_FILE):
+        (staging / name).replace(out / name)

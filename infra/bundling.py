@@ -40,11 +40,12 @@ import jsii
 from aws_cdk import aws_lambda as lambda_
 
 from infra.index_check import REBUILD, BuiltIndex
+from steps.lib.knowledge import ARTIFACT_FILES
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS_DIR = ROOT / "steps"
 KNOWLEDGE_DIR = ROOT / "build" / "knowledge"
-KNOWLEDGE_FILES = ("knowledge.json", "embeddings.npy")
+KNOWLEDGE_FILES = ARTIFACT_FILES  # knowledge.json, embeddings.npy, lexical.bin
 CACHE_DIR = ROOT / "build" / "lambda-deps"
 REQUIREMENTS_DIR = Path(__file__).resolve().parent / "requirements"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,9 @@ import numpy as np
 
 from steps.lib.followup import Query, follow_up_query, plain_query
 from steps.lib.hashing_embedder import HashingEmbedder
-from steps.lib.knowledge import Knowledge, chunk_document
+from steps.lib.knowledge import Chunk, Knowledge, chunk_document
+from steps.lib.offline import compose_reply
+from steps.lib.prompt import system_text
 from steps.lib.retrieval import (
     K1,
     LEXICAL_WEIGHT,
@@ -27,7 +29,7 @@ from steps.lib.retrieval import (
     degraded_answer,
     lexical_scores,
     order,
-    rank,
+    page_bm25_scores,
     scores,
     select_grounding,
 )
@@ -151,13 +153,58 @@ def evaluate(
     return result
 
 
-def degraded_rate(kb: Knowledge, qs: QuestionSet) -> float:
-    """Share of questions whose one degraded section comes from the expected page."""
+DegradedPick = Callable[[Knowledge, Query], "str | None"]
+
+
+def degraded_rate(kb: Knowledge, qs: QuestionSet, pick: DegradedPick | None = None) -> float:
+    """Share of questions whose one degraded section comes from the expected page
+    (`pick`: another way to choose that page, for comparison)."""
     hits = 0
     for q in qs.questions:
-        chunk = degraded_answer(kb, question_query(q))
-        hits += chunk is not None and chunk.page == q["page"]
+        if pick is None:
+            chunk = degraded_answer(kb, question_query(q))
+            page = chunk.page if chunk is not None else None
+        else:
+            page = pick(kb, question_query(q))
+        hits += page == q["page"]
     return hits / len(qs.questions)
+
+
+def best_page(kb: Knowledge, total: np.ndarray) -> str | None:
+    return kb.chunks[int(np.argmax(total))].page if total.size and total.max() > 0 else None
+
+
+def degraded_alternatives() -> dict[str, DegradedPick]:
+    """Zero-cost ways to pick the degraded page that were measured and not chosen."""
+    return {
+        "page BM25 alone (the best whole page)": lambda kb, q: (
+            list(kb.pages)[int(np.argmax(page_bm25_scores(kb, q)))]
+            if page_bm25_scores(kb, q).max() > 0
+            else None
+        ),
+        "chunk BM25 alone": lambda kb, q: best_page(kb, bm25_scores(kb, q)),
+        f"lexical part + {ROCCHIO_WEIGHT} x cosine to the mean vector of its top "
+        f"{ROCCHIO_TOP} chunks (feedback through the index's own vectors, no query "
+        "embedding)": lambda kb, q: best_page(kb, rocchio(kb, lexical_scores(kb, q))),
+    }
+
+
+ROCCHIO_TOP = 5
+ROCCHIO_WEIGHT = 0.3
+
+
+def rocchio(kb: Knowledge, lexical: np.ndarray) -> np.ndarray:
+    """lexical + ROCCHIO_WEIGHT x cosine to the score-weighted mean of the top chunks'
+    vectors: pseudo-relevance feedback that needs no query embedding."""
+    if not lexical.size or lexical.max() <= 0:
+        return lexical
+    top = order(lexical, ROCCHIO_TOP)
+    centre = (lexical[top, None] * kb.matrix[top]).sum(axis=0)
+    centre /= max(float(np.linalg.norm(centre)), 1e-9)
+    out: np.ndarray = lexical + np.float32(ROCCHIO_WEIGHT) * np.where(
+        lexical > 0, cosines(kb.matrix, centre.astype(np.float32)), 0
+    )
+    return out
 
 
 FollowUp = Callable[[str, Sequence[Mapping[str, str]]], Query]
@@ -170,6 +217,8 @@ def chain_rate(
     follow_up: FollowUp | None = None,
     *,
     on_page: bool = False,
+    previous_page_prior: float = 0.0,
+    answer_weight: float = 0.0,
 ) -> float:
     """Share of chains whose expected page is among the cited sources of turns 2 and 3.
 
@@ -177,12 +226,16 @@ def chain_rate(
     the default budget, sources), with the earlier turns as history. By default the
     visitor is on no page, so the current page cannot carry the topic; `on_page` puts the
     visitor on the chain's page (a visitor asking about what they are reading).
+    Two alternatives measured and not chosen: `previous_page_prior` adds that much to
+    the chunks of the page the previous turn cited first; `answer_weight` folds the terms
+    of the previous answer (the offline responder's reply to that turn) into the query
+    at that weight.
     """
     budget = Settings().grounding_token_budget
     kept = 0
     for chain in qs.chains:
         history: list[dict[str, str]] = []
-        held = True
+        held, cited, answer = True, None, ""
         for turn, message in enumerate(chain["turns"]):
             page = chain["page"] if on_page else None
             query = (
@@ -190,14 +243,31 @@ def chain_rate(
                 if follow_up
                 else follow_up_query(message, history, history_chars=HISTORY_CHARS, page=page)
             )
-            ranked = rank(kb, embedder.embed([query.text])[0], query, limit=TOP_MATCHES)
+            if answer_weight and answer:
+                extra = {t: answer_weight for t in terms(answer) if t not in query.weights}
+                query = replace(query, weights={**query.weights, **extra})
+            total = scores(kb, embedder.embed([query.text])[0], query)
+            total[list(kb.page_chunks(cited))] += np.float32(previous_page_prior)
+            best = order(total, TOP_MATCHES)
+            ranked = list(zip(best.tolist(), total[best].tolist(), strict=True))
             grounding = select_grounding(kb, ranked, page, budget, top_k=TOP_MATCHES)
             sources = _sources(grounding, [kb.chunks[i].id for i, _ in ranked])
             if turn > 0:
                 held = held and any(s["page"] == chain["page"] for s in sources)
+            cited = sources[0]["page"] if sources else None
+            answer = offline_answer(grounding, [*history, {"role": "user", "content": message}])
             history += [{"role": "user", "content": message}, {"role": "assistant", "content": ""}]
         kept += held
     return kept / len(qs.chains) if qs.chains else float("nan")
+
+
+def offline_answer(grounding: Sequence[Chunk], turns: Sequence[Mapping[str, str]]) -> str:
+    """What the offline responder replies to the last turn with this grounding."""
+    system = system_text(
+        [{"page": c.page, "heading": c.heading, "text": c.text} for c in grounding]
+    )
+    messages = [{"role": t["role"], "content": [{"text": t["content"]}]} for t in turns]
+    return compose_reply(system, messages, Settings().max_output_tokens)
 
 
 def unrelated_page_mrr(kb: Knowledge, qs: QuestionSet, embedder: HashingEmbedder) -> float:

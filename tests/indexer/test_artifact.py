@@ -11,7 +11,7 @@ from indexer.build import build
 from indexer.policy import IndexPolicy
 from steps.lib.errors import KnowledgeError
 from steps.lib.hashing_embedder import HashingEmbedder
-from steps.lib.knowledge import Chunk, chunk_document, load_knowledge, seal
+from steps.lib.knowledge import Chunk, chunk_document, load_knowledge, seal, widen
 
 from .conftest import SAMPLE_SITE
 
@@ -129,3 +129,46 @@ def test_refuses_lexical_statistics_that_do_not_fit_the_chunks(artifact: Path) -
     _rewrite(artifact, {"lexical": lexical}, reseal=True)
     with pytest.raises(KnowledgeError, match="do not match the chunks"):
         load_knowledge(artifact)
+
+
+def test_refuses_a_flipped_byte_in_the_lexical_arrays(artifact: Path) -> None:
+    raw = bytearray((artifact / "lexical.bin").read_bytes())
+    raw[len(raw) // 2] ^= 0x01
+    (artifact / "lexical.bin").write_bytes(bytes(raw))
+    with pytest.raises(KnowledgeError, match=r"lexical\.bin checksum mismatch"):
+        load_knowledge(artifact)
+
+
+def test_refuses_a_lexical_layout_that_points_outside_the_file_even_when_resealed(
+    artifact: Path,
+) -> None:
+    metadata = json.loads((artifact / "knowledge.json").read_text(encoding="utf-8"))
+    size = (artifact / "lexical.bin").stat().st_size
+    layout = {**metadata["lexical"]["layout"], "postings": [size - 4, 2]}
+    _rewrite(artifact, {"lexical": {**metadata["lexical"], "layout": layout}}, reseal=True)
+    with pytest.raises(KnowledgeError, match=r"lexical\.bin is unreadable: postings lies outside"):
+        load_knowledge(artifact)
+
+
+def test_the_lexical_arrays_load_as_views_of_the_file_in_their_scoring_types(
+    artifact: Path,
+) -> None:
+    kb = load_knowledge(artifact)
+    # float32 on disk for what scoring multiplies: no conversion (and no copy) at load.
+    for array in (kb.text_tf, kb.heading_tf, kb.text_length, kb.heading_length):
+        assert array.dtype == np.float32 and not array.flags.writeable
+    assert kb.postings.dtype == np.int32 and not kb.postings.flags.writeable
+
+
+def test_widen_is_bit_for_bit_numpys_conversion_for_every_finite_float16() -> None:
+    every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    finite = every[np.isfinite(every)]  # zeros, subnormals, normals, both signs
+    wide = widen(finite)
+    assert wide.dtype == np.float32
+    assert np.array_equal(wide.view(np.uint32), finite.astype(np.float32).view(np.uint32))
+    # The naive shift (no mask for the sign's copies in bits 28-30) is wrong on negatives.
+    with np.errstate(over="ignore"):
+        naive = (finite.view(np.int16).astype(np.int32) << 13).view(np.float32) * 2.0**112
+    positive = (finite.view(np.uint16) & 0x8000) == 0
+    assert np.array_equal(naive[positive], finite[positive].astype(np.float32))
+    assert not np.any(naive[~positive] == finite[~positive].astype(np.float32))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from infra.bundling import GATE_ASSET, RETRIEVAL_ASSET
+from steps.lib.knowledge import ARTIFACT_FILES
 from tests.infra.conftest import function_of
 
 pytestmark = pytest.mark.infra
@@ -57,8 +58,8 @@ def test_retrieval_steps_ship_arm64_numpy_and_the_knowledge_artifact(synth):
     root = _asset_dir(synth, "Retrieve")
     assert _asset_dir(synth, "Degraded") == root
     assert (root / "steps" / "retrieve.py").is_file()
-    assert (root / "build" / "knowledge" / "knowledge.json").is_file()
-    assert (root / "build" / "knowledge" / "embeddings.npy").is_file()
+    for name in ARTIFACT_FILES:  # knowledge.json, embeddings.npy, lexical.bin
+        assert (root / "build" / "knowledge" / name).is_file()
     wheel = (root / "numpy-2.4.6.dist-info" / "WHEEL").read_text()
     assert "aarch64" in wheel and "cp313" in wheel
     assert "numpy==2.4.6" in RETRIEVAL_ASSET.requirements()
