@@ -38,6 +38,11 @@ def shard_pk(shard: int) -> str:
     return "GLOBAL" if shard == 0 else f"GLOBAL#{shard}"
 
 
+def shard_pks(shards: int) -> list[str]:
+    """Every day/month partition key of ``shards`` shards (IAM scopes the steps to these)."""
+    return [shard_pk(k) for k in range(shards)]
+
+
 def day_key(day: str, shard: int = 0) -> Key:
     return _key(shard_pk(shard), day)
 
