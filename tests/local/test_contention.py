@@ -58,3 +58,30 @@ def test_every_settlement_lands_under_contention(
         assert set(statuses) == {"settled"}
     else:
         assert "open" in statuses  # a lost settlement leaves its whole reserve standing
+
+
+def test_a_release_under_contention_retries_until_it_lands(
+    make_runtime: Callable[..., LocalRuntime], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ReleaseReservation (S4 failed before any model call) is the same settlement, with
+    # release: true; every settlement item meets a conflict half the time.
+    from steps.lib import models, pricing
+    from steps.lib.errors import EmbeddingError
+
+    class Failing:
+        def __init__(self, s: object) -> None:
+            self.id = "failing"
+
+        def embed_query(self, text: str) -> object:
+            raise EmbeddingError("Titan embedding failed: ThrottlingException")
+
+    runtime = make_runtime(contention=RESERVATIONS)
+    monkeypatch.setattr(models, "query_embedder", Failing)
+    for i in range(4):
+        outcome = runtime.send(QUESTION, ip=f"198.51.100.{i + 1}")
+        assert outcome.status == 503 and runtime.model_calls == 0
+        assert [s.state for s in outcome.steps][-2:] == ["Reconcile", "FailClosed"]
+    assert {r["status"]["S"] for r in reservations(runtime)} == {"settled"}
+    assert runtime.wire.injected()["TransactionConflict"] > 0
+    release = pricing.release_micros(runtime.settings)
+    assert all(int(r["actualMicros"]["N"]) == release for r in reservations(runtime))
