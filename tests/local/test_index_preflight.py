@@ -11,7 +11,8 @@ import pytest
 from indexer.build import build
 from indexer.policy import IndexPolicy
 from local.cli import main
-from local.commands import index_problem, local_settings
+from local.commands import local_settings
+from local.preflight import knowledge_problem as index_problem
 from steps.lib.hashing_embedder import HashingEmbedder
 from steps.lib.knowledge import SCHEMA_VERSION, load_knowledge, seal
 
