@@ -27,7 +27,9 @@ def _deployed_asl(synth) -> dict:
 
 def test_every_lambda_timeout_is_inside_the_workflow_and_integration_timeouts(synth):
     workflow = _deployed_asl(synth)["TimeoutSeconds"]
-    (method,) = synth.resources("AWS::ApiGateway::Method").values()
+    # POST /chat is the integration; OPTIONS /chat is a mock answering CORS preflights.
+    methods = synth.resources("AWS::ApiGateway::Method").values()
+    (method,) = [m for m in methods if m["Properties"]["HttpMethod"] == "POST"]
     integration = method["Properties"]["Integration"]["TimeoutInMillis"] / 1000
     for stage in STAGES:
         _, fn = function_of(synth, stage.state)
