@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import importlib.util
-import json
 import sys
 from pathlib import Path
 
@@ -15,28 +14,7 @@ from infra import config as deploy_config
 from steps.lib.stages import STAGES
 from tests.infra.conftest import function_of
 
-
-def _deployed_asl(synth) -> dict:
-    (machine,) = synth.resources("AWS::StepFunctions::StateMachine").values()
-    body = machine["Properties"]["DefinitionString"]
-    text = body if isinstance(body, str) else "".join(
-        p if isinstance(p, str) else "" for p in body["Fn::Join"][1]
-    )  # fmt: skip
-    return json.loads(text)
-
-
-def test_every_lambda_timeout_is_inside_the_workflow_and_integration_timeouts(synth):
-    workflow = _deployed_asl(synth)["TimeoutSeconds"]
-    # POST /chat is the integration; OPTIONS /chat is a mock answering CORS preflights.
-    methods = synth.resources("AWS::ApiGateway::Method").values()
-    (method,) = [m for m in methods if m["Properties"]["HttpMethod"] == "POST"]
-    integration = method["Properties"]["Integration"]["TimeoutInMillis"] / 1000
-    for stage in STAGES:
-        _, fn = function_of(synth, stage.state)
-        # Strictly below the workflow, with room for a workflow timeout a little under the
-        # integration's (so a slow run ends as the contract's 503, not API Gateway's 504).
-        assert fn["Properties"]["Timeout"] < workflow
-        assert fn["Properties"]["Timeout"] <= integration - 3
+# The timeouts' order (step < workflow < integration < CloudFront) is test_timeout_order.py.
 
 
 def test_snap_start_is_off_by_default_and_the_workflow_invokes_the_functions(synth):

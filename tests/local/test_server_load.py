@@ -27,17 +27,6 @@ from tests.load import burst
 
 from .conftest import QUESTION
 
-
-def _run(coroutine: Any) -> Any:
-    """asyncio.run on a thread of its own: in a full run an earlier test (Playwright's sync
-    API) can leave an event loop registered on the main thread, and asyncio.run refuses
-    to start under it."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
-
-
 CONTRACT_STATUSES = {200, 400, 403, 503}
 CLIENTS, EACH = 128, 2
 IDLE_CONNECTIONS = 40
@@ -208,6 +197,16 @@ def test_past_the_queue_bound_the_answer_is_the_fail_closed_503(
     status, body = _post(server.url, QUESTION)
     assert (status, body) == (503, FAIL_CLOSED)
     assert runtime.ledger_items() == [] and runtime.model_calls == 0
+
+
+def _run(coroutine: Any) -> Any:
+    """asyncio.run on a thread of its own: Playwright's sync API may keep a loop running on
+    this one when the browser tests share the worker."""
+    result: list[Any] = []
+    thread = threading.Thread(target=lambda: result.append(asyncio.run(coroutine)))
+    thread.start()
+    thread.join(timeout=30)
+    return result[0]
 
 
 def _receiver(chunks: list[bytes]) -> Callable[[], Any]:
