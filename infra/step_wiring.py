@@ -41,6 +41,7 @@ STEP_SETTINGS: dict[str, tuple[str, ...]] = {
         "daily_ceiling_usd",
         "monthly_ceiling_usd",
         "visitor_cost_share",
+        "ceiling_shards",
         *PRICING,
         "model_backend",  # with the Region: exact metering (CountTokens) or the byte bound
         "history_max_turns",  # read by the prompt module whose fixed text every reserve holds

@@ -30,7 +30,7 @@ from .engine import Engine
 from .results import LambdaContext, Outcome, decision_of, http_reply, terminal
 from .tables import create_ledger_table
 from .tracing import recorder
-from .wire import Wire
+from .wire import Contention, Wire
 
 REGION = "us-east-1"
 # Obviously fake: moto accepts any credentials, and nothing here may reach real AWS.
@@ -54,13 +54,16 @@ class LocalRuntime:
         *,
         region: str = REGION,
         bedrock_client: Any = None,
+        contention: Contention | None = None,
     ) -> None:
         """`bedrock_client`: a real bedrock-runtime client (local/bedrock_access.py) for
-        settings with ``model_backend="bedrock"``; everything else stays on moto."""
+        settings with ``model_backend="bedrock"``; everything else stays on moto.
+        `contention`: conflicts and throttles injected into DynamoDB transactions."""
         self.settings = settings or Settings(model_backend="offline")
         self.region = region
         real = frozenset({"bedrock-runtime"}) if bedrock_client is not None else frozenset()
         self.wire = Wire(real)
+        self.wire.contend(contention)
         self._bedrock_client = bedrock_client
         passthrough = ("bedrockruntime",) if bedrock_client is not None else ()
         self._engine = Engine(region=region, dispatch=self._dispatch, passthrough=passthrough)

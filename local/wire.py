@@ -10,18 +10,22 @@ Wrapping that stubber's ``process_request`` on its instance gives one place to:
   race stays real;
 - inject faults (throttling, 5xx, timeouts, malformed bodies) for the fault tests and the
   demo, and stand in for the Bedrock endpoint, which moto does not emulate;
+- inject contention (``Contention``): each item of a TransactWriteItems meets a
+  TransactionConflict or a throttle at a chosen rate, seeded, as DynamoDB does under load
+  and the emulator never does; the transaction is then cancelled and writes nothing;
 - count calls per service and operation, and hand them to the trace recorder.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
@@ -47,6 +51,61 @@ class Fault:
             and (self.operations is None or operation in self.operations)
             and (self.when is None or self.when())
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Contention:
+    """Injected contention: each item of a TransactWriteItems fails with probability
+    ``rate`` (or ``rates[prefix]`` for an item whose partition key starts with ``prefix``,
+    the longest prefix wins), with a code drawn from ``codes``; a seeded source."""
+
+    rate: float
+    seed: int
+    codes: tuple[str, ...] = ("TransactionConflict", "ThrottlingError")
+    rates: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not all(0 <= r <= 1 for r in (self.rate, *self.rates.values())):
+            raise ValueError("contention rates are probabilities in [0, 1]")
+        if not self.codes:
+            raise ValueError("contention needs at least one code")
+
+    def rate_for(self, pk: str) -> float:
+        matches = [p for p in self.rates if pk.startswith(p)]
+        return self.rates[max(matches, key=len)] if matches else self.rate
+
+
+class _Contender:
+    def __init__(self, contention: Contention) -> None:
+        self.contention = contention
+        self._rng = random.Random(contention.seed)
+        self._lock = threading.Lock()
+        self.injected: Counter[str] = Counter()
+
+    def reasons(self, request: Any) -> list[dict[str, str]] | None:
+        """Cancellation reasons for this transaction, or None to let it run."""
+        body = request.body
+        items = json.loads(body.decode() if isinstance(body, bytes) else body)["TransactItems"]
+        reasons = []
+        with self._lock:
+            for entry in items:
+                op = next(iter(entry.values()))
+                pk = (op.get("Key") or op.get("Item") or {}).get("pk", {}).get("S", "")
+                code = "None"
+                if self._rng.random() < self.contention.rate_for(pk):
+                    code = self._rng.choice(self.contention.codes)
+                    self.injected[code] += 1
+                reasons.append({"Code": code})
+        return reasons if any(r["Code"] != "None" for r in reasons) else None
+
+
+def _cancelled(reasons: list[dict[str, str]]) -> Response:
+    kind = "com.amazonaws.dynamodb.v20120810#TransactionCanceledException"
+    codes = ", ".join(r["Code"] for r in reasons)
+    message = f"Transaction cancelled, please refer cancellation reasons [{codes}]"
+    body = json.dumps({"__type": kind, "CancellationReasons": reasons, "Message": message})
+    headers = {"x-amzn-errortype": kind, "content-type": "application/x-amz-json-1.0"}
+    return 400, headers, body.encode()
 
 
 def error_response(status: int, code: str, message: str = "injected fault") -> Responder:
@@ -97,6 +156,7 @@ class Wire:
         self._counts: Counter[tuple[str, str]] = Counter()
         self._count_lock = threading.Lock()
         self._stubber: Any = None
+        self._contender: _Contender | None = None
 
     def install(self) -> None:
         from moto.core.models import botocore_stubber
@@ -131,6 +191,15 @@ class Wire:
         finally:
             self._faults.remove(fault)
 
+    def contend(self, contention: Contention | None) -> None:
+        """Inject contention into every following transaction (None: stop)."""
+        self._contender = _Contender(contention) if contention is not None else None
+
+    def injected(self) -> Counter[str]:
+        """How many items met each injected code so far."""
+        contender = self._contender
+        return Counter(contender.injected) if contender is not None else Counter()
+
     def counts(self) -> Counter[tuple[str, str]]:
         with self._count_lock:
             return Counter(self._counts)
@@ -148,6 +217,11 @@ class Wire:
             fault = next((f for f in reversed(self._faults) if f.matches(service, operation)), None)
             if fault is not None:
                 return fault.respond(request)
+            contender = self._contender
+            if contender is not None and (service, operation) == ("dynamodb", "TransactWriteItems"):
+                reasons = contender.reasons(request)
+                if reasons is not None:
+                    return _cancelled(reasons)
             try:
                 if service in ATOMIC_SERVICES:
                     with self._atomic:

@@ -2,8 +2,9 @@
 visitors who cost the most (salted same-day hashes only: the table never holds an IP).
 
 `collect` reads the DynamoDB items of docs/internals.md with the ledger's own key helpers
-and returns a JSON-ready report; the local admin route returns the same report, so one
-renderer serves both. Items past their ``expiresAt`` are ignored (TTL deletes lazily).
+(the day and month totals summed over every ceiling shard) and returns a JSON-ready
+report; the local admin route returns the same report, so one renderer serves both.
+Items past their ``expiresAt`` are ignored (TTL deletes lazily).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class SpendReport(TypedDict):
     month_ceiling_micros: int
     visitor_ceiling_micros: int
     reserve_micros: int
+    ceiling_shards: int
     open_reservations: int
     open_micros: int
     settled_reservations: int
@@ -68,8 +70,12 @@ def collect(
 
     now = time.time() if now is None else now
     month = month or ledger.month_of(day)
-    day_item = _get(client, table_name, ledger.day_key(day), now)
-    month_item = _get(client, table_name, ledger.month_key(month), now)
+    shards = range(s.ceiling_shards)
+    day_micros = sum(_n(_get(client, table_name, ledger.day_key(day, k), now), "costMicros")
+                     for k in shards)  # fmt: skip
+    month_micros = sum(
+        _n(_get(client, table_name, ledger.month_key(month, k), now), "costMicros") for k in shards
+    )
     mode_item = _get(client, table_name, ledger.MODE_KEY, now)
     visitors: list[dict[str, Any]] = []
     res = {"open": 0, "open_micros": 0, "settled": 0, "settled_reserved": 0, "settled_actual": 0}
@@ -90,12 +96,13 @@ def collect(
         day=day,
         month=month,
         mode=_s(mode_item, "mode") or "normal",
-        day_micros=_n(day_item, "costMicros"),
+        day_micros=day_micros,
         day_ceiling_micros=s.daily_ceiling_micros,
-        month_micros=_n(month_item, "costMicros"),
+        month_micros=month_micros,
         month_ceiling_micros=s.monthly_ceiling_micros,
         visitor_ceiling_micros=s.visitor_ceiling_micros,
         reserve_micros=reserve_micros(s),
+        ceiling_shards=s.ceiling_shards,
         open_reservations=res["open"],
         open_micros=res["open_micros"],
         settled_reservations=res["settled"],
@@ -129,6 +136,8 @@ def render(report: SpendReport) -> str:
         f"{usd(report['settled_actual_micros'])} actual)"
     )
     lines.append(f"largest reserve one message can make: {usd(report['reserve_micros'])}")
+    if report["ceiling_shards"] > 1:
+        lines.append(f"totals summed over {report['ceiling_shards']} ceiling shards")
     lines.append("")
     ceiling = report["visitor_ceiling_micros"]
     lines.append(

@@ -3,7 +3,9 @@
 The reserve is sized for this request (pricing.reserve_for: the system prompt and the
 message at their byte bound, room for history and grounding, maxTokens of output). One
 DynamoDB transaction does both the operator-mode check and the reservation; only a refused
-mode check costs a second read (to tell degraded from off).
+mode check costs a second read (to tell degraded from off). A day this container saw spent
+is refused from memory, without a write (spent_memo.py); conflicts and throttling are
+retried, then answered degraded (reason "contention"), never with a 503.
 """
 
 from __future__ import annotations
@@ -12,7 +14,16 @@ import os
 import time
 from typing import Any
 
-from steps.lib import clients, init_phase, ledger, model_ids, observability, pricing, prompt
+from steps.lib import (
+    clients,
+    init_phase,
+    ledger,
+    model_ids,
+    observability,
+    pricing,
+    prompt,
+    spent_memo,
+)
 from steps.lib.settings import settings
 
 init_phase.at_init(clients.dynamodb)  # INIT phase on Lambda; no-op elsewhere
@@ -24,8 +35,9 @@ OFF = "The chat is switched off for now. Everything it knows is on this site's p
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     s, now, db = settings(), time.time(), clients.dynamodb()
     ceilings = ledger.Ceilings(
-        s.daily_ceiling_micros, s.monthly_ceiling_micros, s.visitor_ceiling_micros
-    )
+        s.daily_ceiling_micros, s.monthly_ceiling_micros, s.visitor_ceiling_micros,
+        s.ceiling_shards,
+    )  # fmt: skip
     request = event["request"]
     reserve = pricing.reserve_for(
         s, request["message"], request.get("history") or [],
@@ -36,6 +48,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     outcome = ledger.reserve(
         db, s.table_name, request_id=event["requestId"], visitor=event["visitor"],
         day=event["day"], micros=micros, ceilings=ceilings, now=now,
+        memo=spent_memo.CONTAINER,
     )  # fmt: skip
     if isinstance(outcome, ledger.Reservation):
         observability.decision(
@@ -63,4 +76,5 @@ def _wire(r: ledger.Reservation) -> dict[str, Any]:
         "day": r.day,
         "month": r.month,
         "visitor": r.visitor,
+        "shard": r.shard,
     }

@@ -21,8 +21,9 @@ init_phase.at_init(clients.dynamodb)  # INIT phase on Lambda; no-op elsewhere
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     s, r = settings(), event["reservation"]
     reservation = ledger.Reservation(
-        r["id"], int(r["reservedMicros"]), r["day"], r["month"], r["visitor"]
-    )
+        r["id"], int(r["reservedMicros"]), r["day"], r["month"], r["visitor"],
+        int(r.get("shard", 0)),  # absent in a reservation made before shards existed
+    )  # fmt: skip
     if event.get("release") is True:
         actual = pricing.release_micros(s)
     else:

@@ -26,6 +26,7 @@ from infra.blocks.workflow import ChatWorkflow
 from infra.bundling import GATE_ASSET, RETRIEVAL_ASSET, index_embedder, step_code
 from infra.config import RETENTION_DAYS, DeployConfig
 from infra.step_wiring import STEP_SETTINGS
+from steps.lib.ledger_items import shard_pks
 from steps.lib.settings import PROJECT_ROOT, Settings
 from steps.lib.stages import STAGES, Stage
 
@@ -133,6 +134,8 @@ class ChatStack(Stack):
     def _steps(self, runtime: Settings, config: DeployConfig) -> dict[str, PipelineStep]:
         table = self.ledger.table.table_arn
         params = {name: allow.parameter_arn(self, name) for name in self.secrets.names.values()}
+        # The day/month totals: GLOBAL, plus GLOBAL#1..N-1 with N ceiling shards.
+        totals = shard_pks(runtime.ceiling_shards)
         grants: dict[str, list[iam.PolicyStatement]] = {
             "OriginVerify": [allow.read_parameter(params[runtime.origin_secret_param])],
             "Quota": [
@@ -140,7 +143,7 @@ class ChatStack(Stack):
                 allow.read_parameter(params[runtime.salt_param]),
             ],
             "CostGate": [
-                allow.items(table, ["UpdateItem"], ["GLOBAL", "VISITOR#*"]),
+                allow.items(table, ["UpdateItem"], [*totals, "VISITOR#*"]),
                 allow.items(table, ["PutItem"], ["RES#*"]),
                 allow.items(table, ["ConditionCheckItem", "GetItem"], ["CONFIG"]),
             ],
@@ -153,7 +156,7 @@ class ChatStack(Stack):
             ],
             "Reconcile": [
                 allow.items(table, ["UpdateItem", "GetItem"], ["RES#*"]),
-                allow.items(table, ["UpdateItem"], ["GLOBAL", "VISITOR#*"]),
+                allow.items(table, ["UpdateItem"], [*totals, "VISITOR#*"]),
             ],
             "Degraded": [],  # the bundled index only: no AWS call at all
         }

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import sys
 
-from . import clients, secrets, settings
+from . import clients, secrets, settings, spent_memo
 
 
 def reset_all() -> None:
     settings.settings.cache_clear()
     clients.cache_clear()
     secrets.cache_clear()
+    spent_memo.CONTAINER.clear()
     knowledge = sys.modules.get(f"{__package__}.knowledge")
     if knowledge is not None:
         knowledge.load_knowledge.cache_clear()

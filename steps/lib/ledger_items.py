@@ -3,6 +3,11 @@
 Keys: docs/internals.md. Money is integer micro-USD. Expiry is counted from the
 period an item belongs to, so a total never expires while its day or month can still be
 charged or settled.
+
+Shards (``ceiling_shards`` = N, docs/scaling.md): the day and month totals are N item
+pairs, shard ``k`` under partition key ``GLOBAL`` (k = 0) or ``GLOBAL#<k>``, each holding
+``ceiling // N``; a different partition key puts each shard on its own partition. With
+N = 1 the only shard is the unsharded ``GLOBAL`` pair.
 """
 
 from __future__ import annotations
@@ -17,6 +22,9 @@ Key = dict[str, dict[str, str]]
 # Items of the reservation transaction, in order: CancellationReasons are reported per item.
 ITEM_DAY, ITEM_MONTH, ITEM_VISITOR, ITEM_RESERVATION, ITEM_MODE = range(5)
 _ADD_COST = "ADD costMicros :r SET expiresAt = if_not_exists(expiresAt, :exp)"
+# Day and month totals also keep what settled (actuals only): it never decreases, and a
+# total is never below it, so it proves a spent day stays spent (spent_memo.py).
+_SETTLE_TOTAL = "ADD costMicros :delta, settledMicros :actual"
 _SETTLE = "SET #status = :settled, actualMicros = :actual, settledAt = :now"
 
 
@@ -24,12 +32,23 @@ def _key(pk: str, sk: str) -> Key:
     return {"pk": {"S": pk}, "sk": {"S": sk}}
 
 
-def day_key(day: str) -> Key:
-    return _key("GLOBAL", day)
+def shard_pk(shard: int) -> str:
+    if shard < 0:
+        raise ValueError(f"shard must be >= 0, not {shard}")
+    return "GLOBAL" if shard == 0 else f"GLOBAL#{shard}"
 
 
-def month_key(month: str) -> Key:
-    return _key("GLOBAL", f"MONTH#{month}")
+def shard_pks(shards: int) -> list[str]:
+    """Every day/month partition key of ``shards`` shards (IAM scopes the steps to these)."""
+    return [shard_pk(k) for k in range(shards)]
+
+
+def day_key(day: str, shard: int = 0) -> Key:
+    return _key(shard_pk(shard), day)
+
+
+def month_key(month: str, shard: int = 0) -> Key:
+    return _key(shard_pk(shard), f"MONTH#{month}")
 
 
 def visitor_key(visitor: str, day: str) -> Key:
@@ -66,23 +85,56 @@ class Reservation:
     day: str
     month: str
     visitor: str
+    shard: int = 0  # the day/month shard it reserved on: settled and released there
 
 
 @dataclass(frozen=True, slots=True)
 class Ceilings:
+    """The configured ceilings; with ``shards`` > 1 each day/month shard holds 1/N of them."""
+
     day: int
     month: int
     visitor: int
+    shards: int = 1
+
+    def __post_init__(self) -> None:
+        if self.shards < 1:
+            raise ValueError(f"shards must be >= 1, not {self.shards}")
+
+    @property
+    def day_shard(self) -> int:
+        # Rounded down: the shards together never hold more than the ceiling.
+        return self.day // self.shards
+
+    @property
+    def month_shard(self) -> int:
+        return self.month // self.shards
 
 
 def reservation_items(
-    table: str, request_id: str, visitor: str, day: str, micros: int, ceilings: Ceilings, now: float
+    table: str,
+    request_id: str,
+    visitor: str,
+    day: str,
+    micros: int,
+    ceilings: Ceilings,
+    now: float,
+    shard: int = 0,
 ) -> list[dict[str, Any]]:
+    """The reservation transaction on one day/month shard (link 2 of pricing.py's proof).
+
+    Each of the three totals is an Update whose ConditionExpression is
+    ``attribute_not_exists(costMicros) OR costMicros <= :max`` with ``:max = ceiling -
+    micros`` (the shard's ceiling for day and month): ``total <= ceiling - reserve``.
+    A refused day or month item returns its old attributes
+    (``ReturnValuesOnConditionCheckFailure``), which the spent-day memo reads; the
+    condition itself is unchanged by it.
+    """
     month = month_of(day)
     totals = (
-        (day_key(day), ceilings.day, day_expiry(day)),
-        (month_key(month), ceilings.month, month_expiry(month)),
-        (visitor_key(visitor, day), ceilings.visitor, day_expiry(day)),
+        (day_key(day, shard), ceilings.day_shard, day_expiry(day), True),
+        (month_key(month, shard), ceilings.month_shard, month_expiry(month), True),
+        (visitor_key(visitor, day), ceilings.visitor, day_expiry(day), False),
     )
     items: list[dict[str, Any]] = [
         {
@@ -96,9 +148,10 @@ def reservation_items(
                     ":max": {"N": str(ceiling - micros)},
                     ":exp": {"N": str(expiry)},
                 },
+                **({"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if shared else {}),
             }
         }
-        for key, ceiling, expiry in totals
+        for key, ceiling, expiry, shared in totals
     ]
     record = {
         "reservedMicros": {"N": str(micros)},
@@ -107,6 +160,7 @@ def reservation_items(
         "day": {"S": day},
         "month": {"S": month},
         "visitor": {"S": visitor},
+        "shard": {"N": str(shard)},
     }
     items.append(
         {
@@ -134,7 +188,11 @@ def reservation_items(
 def settlement_items(
     table: str, reservation: Reservation, actual_micros: int, now: float
 ) -> list[dict[str, Any]]:
-    """Flip the reservation open -> settled and move the three totals by actual - reserved."""
+    """Flip the reservation open -> settled and move the three totals by actual - reserved.
+
+    The totals are the day/month shard the reservation was made on (``reservation.shard``)
+    and the visitor's; the day and month also add ``actual`` to ``settledMicros``.
+    """
     delta = actual_micros - reservation.reserved_micros
     items: list[dict[str, Any]] = [
         {
@@ -155,19 +213,22 @@ def settlement_items(
         }
     ]
     keys = (
-        day_key(reservation.day),
-        month_key(reservation.month),
-        visitor_key(reservation.visitor, reservation.day),
+        (day_key(reservation.day, reservation.shard), True),
+        (month_key(reservation.month, reservation.shard), True),
+        (visitor_key(reservation.visitor, reservation.day), False),
     )
     items += [
         {
             "Update": {
                 "TableName": table,
                 "Key": key,
-                "UpdateExpression": "ADD costMicros :delta",
-                "ExpressionAttributeValues": {":delta": {"N": str(delta)}},
+                "UpdateExpression": _SETTLE_TOTAL if shared else "ADD costMicros :delta",
+                "ExpressionAttributeValues": {
+                    ":delta": {"N": str(delta)},
+                    **({":actual": {"N": str(actual_micros)}} if shared else {}),
+                },
             }
         }
-        for key in keys
+        for key, shared in keys
     ]
     return items

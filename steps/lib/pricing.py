@@ -40,6 +40,12 @@ links, and this module is the first.
 2. **Per total: the sum of reservations fits.** ``ledger.reserve`` admits a reservation
    only under the conditional write ``total <= ceiling - reserved`` on day, month and
    visitor in one transaction; settling only moves a total by ``actual - reserved <= 0``.
+   With ``ceiling_shards`` = N, day and month are N shards and the write is on one of
+   them with ``ceiling // N`` as its ceiling, so the shards sum to at most the ceiling;
+   settling moves the shard the reservation recorded. A retry (conflict, throttle) resends
+   the same conditional transaction, and a settlement retry that finds the reservation
+   settled moves nothing; the spent-day memo only ever refuses. None of them can admit
+   what the condition would not (docs/internals.md, "The cost bound").
 
 Assumptions the proof relies on (docs/internals.md, "The cost bound", gives the sources):
 A1 CountTokens reports what Converse bills for the same input (Bedrock user guide);

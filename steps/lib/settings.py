@@ -26,6 +26,9 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # <checkout>/build/knowledge locally: the bundling and `make index` agree on one place.
 DEFAULT_KNOWLEDGE_DIR = PROJECT_ROOT / "build" / "knowledge"
 MICROS_PER_USD = 1_000_000
+# A request may try every shard (one transaction each) within S3's retry budget; past a
+# few the stranded budget (N x (reserve - 1)) grows for little gain (docs/scaling.md).
+MAX_SHARDS = 16
 
 ModelBackend = Literal["bedrock", "offline"]
 # How the offline responder reports usage: its own estimate, or the worst case the provider
@@ -40,6 +43,7 @@ class Settings:
     monthly_ceiling_usd: Decimal = Decimal("15.00")
     visitor_message_limit: int = 20
     visitor_cost_share: Decimal = Decimal("0.05")
+    ceiling_shards: int = 1
     model_id: str = "global.anthropic.claude-haiku-4-5-20251001-v1:0"
     embedding_model_id: str = "amazon.titan-embed-text-v2:0"
     embedding_dimensions: int = 1024
@@ -170,6 +174,7 @@ def _problems(s: Settings) -> list[str]:
         (s.daily_ceiling_usd > 0, "daily_ceiling_usd must be > 0"),
         (s.monthly_ceiling_usd >= s.daily_ceiling_usd, "monthly_ceiling_usd must be >= daily"),
         (s.visitor_message_limit >= 1, "visitor_message_limit must be >= 1"),
+        (1 <= s.ceiling_shards <= MAX_SHARDS, f"ceiling_shards must be in 1..{MAX_SHARDS}"),
         (Decimal(0) < s.visitor_cost_share <= 1, "visitor_cost_share must be in (0, 1]"),
         (s.max_input_tokens > 0 and s.max_output_tokens > 0, "token bounds must be > 0"),
         (0 < s.grounding_token_budget < s.max_input_tokens, "grounding budget must fit input"),

@@ -14,9 +14,11 @@ explains each figure and its source):
 - Between reservation and settlement the model answers in ``MODEL_SECONDS``.
 
 Each variant is a ``Policy``: how the reservation and the settlement retry, what S3 answers
-when its retries run out, and two options issue 13 asks for that can be plugged in here:
-``memo_seconds`` (a container remembers a refused day) and ``shards`` (N day/month item
-pairs of ceiling/N each, on N partitions). ``naive_check_then_add`` is the unsafe reference
+when its retries run out, ``memo_seconds`` (a container remembers a refused shard,
+steps/lib/spent_memo.py) and ``shards`` (N day/month item pairs of ceiling/N each, on N
+partitions). ``AS_BUILT`` takes its figures from the ledger's own constants
+(``ledger.RESERVE_BACKOFF``, ``ledger.SETTLE_BACKOFF``, ``spent_memo.DEFAULT_SECONDS``), so
+the model follows the code. ``naive_check_then_add`` is the unsafe reference
 (read the total, then add without a condition) that shows the overshoot check can fail.
 """
 
@@ -33,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from steps.lib import pricing
+from steps.lib import ledger, pricing, spent_memo
 from steps.lib.settings import Settings, cdk_context
 from tests.bench import report
 
@@ -69,10 +71,13 @@ class Policy:
 
 AS_SHIPPED = Policy("as shipped")
 RETRY_THEN_DEGRADE = Policy(
-    "retry, then degrade", reserve_attempts=8, reserve_wait="jitter",
-    reserve_retries_throttling=True, reserve_budget_s=1.0, exhausted="degraded",
-    settle_attempts=12, settle_budget_s=5.0,
+    "retry, then degrade", reserve_attempts=ledger.RESERVE_BACKOFF.max_attempts,
+    reserve_wait="jitter", reserve_retries_throttling=True,
+    reserve_budget_s=ledger.RESERVE_BACKOFF.budget_seconds, exhausted="degraded",
+    settle_attempts=ledger.SETTLE_BACKOFF.max_attempts,
+    settle_budget_s=ledger.SETTLE_BACKOFF.budget_seconds,
 )  # fmt: skip
+MEMO_SECONDS = spent_memo.DEFAULT_SECONDS
 NAIVE = Policy("naive check-then-add (unsafe reference)", naive_check_then_add=True)
 
 
@@ -80,7 +85,7 @@ def wait_before(policy_wait: str, attempt: int, rng: random.Random) -> float:
     """The pause before retry number ``attempt`` (1 = the first retry)."""
     if policy_wait == "linear":
         return rng.uniform(0.005, 0.02) * attempt
-    return rng.uniform(0.0, min(0.2, 0.01 * 2**attempt))  # full jitter, capped
+    return ledger.RESERVE_BACKOFF.wait(attempt, rng.random())  # the ledger's full jitter
 
 
 @dataclass
@@ -123,7 +128,8 @@ class Simulation:
         self.rng = random.Random(seed)
         self.partitions = [Partition(ceiling // policy.shards) for _ in range(policy.shards)]
         self.containers = max(1, math.ceil(rate * S3_SECONDS))
-        self.memo_until = [0.0] * self.containers
+        # per container, per shard: until when a refusal is remembered
+        self.memo_until = [[0.0] * policy.shards for _ in range(self.containers)]
         self.events: list[tuple[float, int, Callable[[float], None]]] = []
         self.seq = 0
         self.out = Outcome()
@@ -149,10 +155,12 @@ class Simulation:
     def arrive(self, now: float) -> None:
         self.out.requests += 1
         container = self.rng.randrange(self.containers)
-        if self.policy.memo_seconds and now < self.memo_until[container]:
-            self.out.counts["degraded (memo, no write)"] += 1
-            return
         order = self.rng.sample(range(len(self.partitions)), len(self.partitions))
+        if self.policy.memo_seconds:
+            order = [k for k in order if now >= self.memo_until[container][k]]
+            if not order:
+                self.out.counts["degraded (memo, no write)"] += 1
+                return
         self.reserve_on(now, now, 1, container, order)
 
     def reserve_on(
@@ -173,12 +181,12 @@ class Simulation:
         part.busy_until = now + self.tx
         self.out.writes += 1
         if part.total + self.reserve > part.ceiling:  # the condition fails, units still spent
+            if self.policy.memo_seconds:
+                self.memo_until[container][order[0]] = now + self.policy.memo_seconds
             if len(order) > 1:  # another shard may still have room: try it next
                 rest = order[1:]
                 self.at(now + self.tx, lambda t: self.reserve_on(t, started, 1, container, rest))
                 return
-            if self.policy.memo_seconds:
-                self.memo_until[container] = now + self.policy.memo_seconds
             self.out.counts["degraded"] += 1
             return
         part.total += self.reserve
@@ -273,9 +281,11 @@ def simulate(
 def scenarios() -> list[tuple[str, int, float, list[Policy]]]:
     s = Settings()
     day = s.daily_ceiling_micros
-    memo = replace(RETRY_THEN_DEGRADE, name="retry + memo 5 s", memo_seconds=5.0)
+    memo = replace(
+        RETRY_THEN_DEGRADE, name=f"retry + memo {MEMO_SECONDS:g} s", memo_seconds=MEMO_SECONDS
+    )
     shards = replace(RETRY_THEN_DEGRADE, name="retry + 4 shards", shards=4)
-    both = replace(memo, name="retry + memo 5 s + 4 shards", shards=4)
+    both = replace(memo, name=f"retry + memo {MEMO_SECONDS:g} s + 4 shards", shards=4)
     unspent = 10_000 * day  # a ceiling the flood cannot reach: what the item can answer
     return [
         (f"Spent day (ceiling ${s.daily_ceiling_usd})", day, TX_SECONDS,

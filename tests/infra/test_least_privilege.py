@@ -148,6 +148,14 @@ def test_reconcile_only_settles_reservations_and_totals(synth):
     assert not mentions(s, "bedrock:") and not mentions(s, "ssm:")
 
 
+def test_sharded_totals_widen_the_scope_to_their_own_keys_only():
+    from steps.lib.ledger_items import day_key, shard_pks
+
+    assert shard_pks(1) == ["GLOBAL"]  # the shipped default: the grants above
+    assert shard_pks(3) == ["GLOBAL", "GLOBAL#1", "GLOBAL#2"]
+    assert [day_key("2026-11-30", k)["pk"]["S"] for k in range(3)] == shard_pks(3)
+
+
 def test_degraded_makes_no_aws_call_at_all(synth):
     s = statements_of(synth, "Degraded")
     assert actions(s) <= OBSERVABILITY

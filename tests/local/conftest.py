@@ -14,6 +14,7 @@ import pytest
 from local.routes import EdgeOptions
 from local.runtime import LocalRuntime, Outcome
 from local.server import ChatServer, serve_in_thread
+from local.wire import Contention
 from steps.lib.settings import DEFAULT_KNOWLEDGE_DIR, PROJECT_ROOT, Settings
 
 QUESTION = {"message": "How does the WAF rate-based rule protect the chat?"}
@@ -47,10 +48,11 @@ def make_runtime(knowledge_dir: Path) -> Iterator[Callable[..., LocalRuntime]]:
     """Start a runtime with setting overrides; closed after the test."""
     started: list[LocalRuntime] = []
 
-    def make(**overrides: Any) -> LocalRuntime:
+    def make(contention: Contention | None = None, **overrides: Any) -> LocalRuntime:
+        """``contention``: conflicts and throttles injected into every transaction."""
         values: dict[str, Any] = {"model_backend": "offline", "knowledge_dir": knowledge_dir}
         values.update(overrides)
-        runtime = LocalRuntime(Settings().replace(**values)).start()
+        runtime = LocalRuntime(Settings().replace(**values), contention=contention).start()
         started.append(runtime)
         return runtime
 
@@ -99,10 +101,11 @@ def number(item: dict[str, Any] | None, attribute: str) -> int:
 
 
 def day_total(runtime: LocalRuntime) -> int:
+    """The day's total over every shard (``GLOBAL`` and ``GLOBAL#<k>``)."""
     return sum(
         number(item, "costMicros")
         for (pk, sk), item in items_by_key(runtime).items()
-        if pk == "GLOBAL" and not sk.startswith("MONTH#")
+        if (pk == "GLOBAL" or pk.startswith("GLOBAL#")) and not sk.startswith("MONTH#")
     )
 
 

@@ -32,7 +32,6 @@ CONVERSE_OK = {
     [
         (THROTTLED, ["UpdateItem"], "Quota"),
         (UNAVAILABLE, ["UpdateItem"], "Quota"),
-        (THROTTLED, ["TransactWriteItems"], "CostGate"),
         (UNAVAILABLE, ["TransactWriteItems"], "CostGate"),
     ],
 )
@@ -44,6 +43,18 @@ def test_dynamodb_failing_before_the_model_fails_closed(
     assert outcome.status == 503
     assert [s.state for s in outcome.steps][-2:] == [step, "FailClosed"]
     assert outcome.steps[-2].decision == "error: DependencyUnavailable"
+    assert runtime.model_calls == 0 and runtime.embedding_calls == 0
+    assert reservations(runtime) == [] and day_total(runtime) == 0
+
+
+def test_a_reservation_throttled_past_its_retries_is_answered_degraded(
+    runtime: LocalRuntime,
+) -> None:
+    # Throttling is contention, not an outage: retried for S3's budget, then degraded.
+    with runtime.wire.fault("dynamodb", THROTTLED, ["TransactWriteItems"]):
+        outcome = runtime.send(QUESTION, ip=VISITOR)
+    assert outcome.status == 200 and outcome.body.get("degraded") is True
+    assert [s.state for s in outcome.steps][-2:] == ["CostGate", "Degraded"]
     assert runtime.model_calls == 0 and runtime.embedding_calls == 0
     assert reservations(runtime) == [] and day_total(runtime) == 0
 

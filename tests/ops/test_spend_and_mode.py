@@ -57,6 +57,27 @@ def test_spend_reports_totals_reservations_and_the_costliest_visitors(dynamodb, 
     assert "$0.023" in text and "1 open" in text and "cccc3333" in text
 
 
+def test_spend_sums_the_ceiling_shards(dynamodb, settings):
+    sharded = settings.replace(ceiling_shards=3)
+    ceilings = ledger.Ceilings(
+        sharded.daily_ceiling_micros, sharded.monthly_ceiling_micros,
+        sharded.visitor_ceiling_micros, 3,
+    )  # fmt: skip
+    shards = set()
+    for i in range(12):
+        out = ledger.reserve(
+            dynamodb, TABLE, request_id=f"s{i}", visitor=f"v{i}", day=DAY, micros=1_000,
+            ceilings=ceilings, now=NOW,
+        )  # fmt: skip
+        shards.add(out.shard)
+    assert shards == {0, 1, 2}  # the requests spread over every shard
+    report = spend.collect(dynamodb, TABLE, sharded, day=DAY, now=NOW)
+    assert report["day_micros"] == report["month_micros"] == 12_000
+    assert "3 ceiling shards" in spend.render(report)
+    unsharded = spend.collect(dynamodb, TABLE, settings, day=DAY, now=NOW)
+    assert unsharded["day_micros"] < 12_000  # shard 0 alone: the naive read under-reports
+
+
 def test_spend_ignores_other_days_and_expired_items(dynamodb, settings):
     _reserve(dynamodb, settings, "today", "dddd4444", 5_000)
     dynamodb.put_item(

@@ -136,6 +136,7 @@ def test_cost_gate_reserves_the_worst_case_on_day_month_and_visitor(aws):
             "day": "2026-11-29",
             "month": "2026-11",
             "visitor": "5d1c0b7a9e3f2468",
+            "shard": 0,
         },
     }
     assert aws.cost("GLOBAL", "2026-11-29") == reserve

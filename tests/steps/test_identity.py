@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from steps import quota
 from steps.lib import identity
 from steps.lib.errors import IdentityError
+from tests.clock import pin
 
 DAY = "2026-11-29"
 SALT = "salt-0123456789abcdef"
@@ -89,7 +92,9 @@ def _quota(aws, **extra):
 
 def test_rotating_user_agent_or_forwarded_for_never_yields_a_fresh_quota(aws, monkeypatch):
     # Whatever else arrives with the event (a tampered execution input, headers copied in by
-    # a future change), the handler reads viewerAddress alone.
+    # a future change), the handler reads viewerAddress alone. The clock stands still, so
+    # the five messages share one UTC day even when the suite runs across midnight.
+    pin(monkeypatch, time.time())
     monkeypatch.setenv("CHATGUARD_VISITOR_MESSAGE_LIMIT", "2")
     visitors = set()
     decisions = []

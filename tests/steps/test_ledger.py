@@ -256,15 +256,22 @@ class Failing:
         "AccessDeniedException",
     ],
 )
-def test_dynamodb_failures_become_dependency_unavailable(aws, code):
+def test_dynamodb_failures_become_dependency_unavailable(aws, code, monkeypatch):
+    monkeypatch.setattr(ledger, "RESERVE_BACKOFF", ledger.Backoff(budget_seconds=0.02))
     client = Failing(code)
     with pytest.raises(DependencyUnavailable, match=code) as info:
         ledger.count_message(client, aws.table, visitor="v", day=DAY, limit=5)
     assert isinstance(info.value.__cause__, ClientError)
     with pytest.raises(DependencyUnavailable):
-        reserve(aws, "r", client=client)
-    with pytest.raises(DependencyUnavailable):
         ledger.read_mode(client, aws.table, now=NOW)
+    if code in ledger.THROTTLE_CODES:
+        # The reservation retries throttling, then answers degraded (tests/steps/
+        # test_ledger_retries.py); every other failure is an outage: fail closed.
+        assert reserve(aws, "r", client=client) == ledger.Refusal("contention")
+        assert client.calls > 3
+    else:
+        with pytest.raises(DependencyUnavailable):
+            reserve(aws, "r", client=client)
 
 
 def test_an_unreachable_endpoint_is_dependency_unavailable(aws):
@@ -280,7 +287,7 @@ def test_an_unreachable_endpoint_is_dependency_unavailable(aws):
         ledger.count_message(dead, aws.table, visitor="v", day=DAY, limit=5)
 
 
-def test_a_throttled_transaction_writes_nothing(aws):
+def test_a_transaction_cancelled_for_another_reason_fails_closed(aws):
     import boto3
     from botocore.stub import Stubber
 
@@ -291,9 +298,11 @@ def test_a_throttled_transaction_writes_nothing(aws):
             "TransactionCanceledException",
             "cancelled",
             response_meta={},
-            modeled_fields={"CancellationReasons": [{"Code": "ThrottlingError"}] * 5},
+            modeled_fields={
+                "CancellationReasons": [{"Code": "ValidationError"}] + [{"Code": "None"}] * 4
+            },
         )
-        with pytest.raises(DependencyUnavailable, match="ThrottlingError"):
+        with pytest.raises(DependencyUnavailable, match="ValidationError"):
             reserve(aws, "r", client=client)
     assert aws.count_items() == 0
 

@@ -1,0 +1,87 @@
+"""Contention end to end, on the real ASL: conflicts and throttles injected into DynamoDB
+transactions (local/wire.py) are retried; a reservation out of retries is a degraded answer
+(no model call, not a 503); a settlement retries until it lands; a real outage still
+fails closed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from local.runtime import LocalRuntime
+from local.wire import Contention, error_response
+from steps.lib import ledger
+
+from .conftest import QUESTION, reservations
+
+EVERY_GLOBAL_ITEM = Contention(rate=0.0, seed=3, rates={"GLOBAL": 1.0})
+# Half of the reservation items meet a conflict: some settlements need several attempts.
+RESERVATIONS = Contention(rate=0.0, seed=5, codes=("TransactionConflict",), rates={"RES#": 0.5})
+
+
+def test_a_reservation_out_of_retries_is_answered_degraded_not_503(
+    make_runtime: Callable[..., LocalRuntime],
+) -> None:
+    runtime = make_runtime(contention=EVERY_GLOBAL_ITEM)
+    outcome = runtime.send(QUESTION, ip="198.51.100.7")
+    assert outcome.status == 200 and outcome.body.get("degraded") is True
+    assert [s.state for s in outcome.steps] == ["OriginVerify", "Quota", "CostGate", "Degraded"]
+    assert runtime.model_calls == 0 and reservations(runtime) == []
+    attempts = runtime.wire.counts()["dynamodb", "TransactWriteItems"]
+    assert attempts > 3 and runtime.wire.injected()["TransactionConflict"] > 0
+
+
+def test_a_real_outage_at_the_reservation_still_fails_closed(
+    make_runtime: Callable[..., LocalRuntime],
+) -> None:
+    runtime = make_runtime()
+    failing = error_response(500, "InternalServerError")
+    with runtime.wire.fault("dynamodb", failing, ["TransactWriteItems"]):
+        outcome = runtime.send(QUESTION, ip="198.51.100.7")
+    assert outcome.status == 503 and runtime.model_calls == 0
+
+
+@pytest.mark.parametrize("retrying", [True, False], ids=["as built", "naive: no settle retry"])
+def test_every_settlement_lands_under_contention(
+    make_runtime: Callable[..., LocalRuntime], monkeypatch: pytest.MonkeyPatch, retrying: bool
+) -> None:
+    if not retrying:  # the settlement as it was before: one attempt, a conflict loses it
+        monkeypatch.setattr(ledger, "SETTLE_BACKOFF", ledger.Backoff(budget_seconds=0.0))
+    runtime = make_runtime(contention=RESERVATIONS)
+    outcomes = [runtime.send(QUESTION, ip=f"198.51.100.{i + 1}") for i in range(8)]
+    assert {o.status for o in outcomes} == {200}
+    answered = [o for o in outcomes if "sig" in o.body]
+    statuses = [r["status"]["S"] for r in reservations(runtime)]
+    assert len(statuses) == len(answered) > 0
+    if retrying:
+        assert set(statuses) == {"settled"}
+    else:
+        assert "open" in statuses  # a lost settlement leaves its whole reserve standing
+
+
+def test_a_release_under_contention_retries_until_it_lands(
+    make_runtime: Callable[..., LocalRuntime], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ReleaseReservation (S4 failed before any model call) is the same settlement, with
+    # release: true; every settlement item meets a conflict half the time.
+    from steps.lib import models, pricing
+    from steps.lib.errors import EmbeddingError
+
+    class Failing:
+        def __init__(self, s: object) -> None:
+            self.id = "failing"
+
+        def embed_query(self, text: str) -> object:
+            raise EmbeddingError("Titan embedding failed: ThrottlingException")
+
+    runtime = make_runtime(contention=RESERVATIONS)
+    monkeypatch.setattr(models, "query_embedder", Failing)
+    for i in range(4):
+        outcome = runtime.send(QUESTION, ip=f"198.51.100.{i + 1}")
+        assert outcome.status == 503 and runtime.model_calls == 0
+        assert [s.state for s in outcome.steps][-2:] == ["Reconcile", "FailClosed"]
+    assert {r["status"]["S"] for r in reservations(runtime)} == {"settled"}
+    assert runtime.wire.injected()["TransactionConflict"] > 0
+    release = pricing.release_micros(runtime.settings)
+    assert all(int(r["actualMicros"]["N"]) == release for r in reservations(runtime))
