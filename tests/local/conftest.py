@@ -16,6 +16,7 @@ from local.runtime import LocalRuntime, Outcome
 from local.server import ChatServer, serve_in_thread
 from local.wire import Contention
 from steps.lib.settings import DEFAULT_KNOWLEDGE_DIR, PROJECT_ROOT, Settings
+from tests.clock import at, pin
 
 QUESTION = {"message": "How does the WAF rate-based rule protect the chat?"}
 VISITOR = "192.0.2.1"
@@ -41,6 +42,14 @@ def knowledge_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         HashingEmbedder(Settings().embedding_dimensions),
     )
     return out
+
+
+@pytest.fixture(autouse=True)
+def fixed_wall_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The steps' wall clock (UTC day, TTLs, secrets) is pinned for every end-to-end test, so
+    no two messages of one test straddle midnight; a test that needs another instant pins
+    its own (tests/clock.py). Rate windows and deadlines use the monotonic clock."""
+    pin(monkeypatch, at("2026-11-29 12:00:00"))
 
 
 @pytest.fixture

@@ -20,8 +20,10 @@ from steps.lib import caches, models
 from steps.lib.models import GuardVerdict, ModelReply
 from steps.lib.secrets import SecretValue, render_secret
 from steps.lib.settings import Settings
+from tests.clock import at, pin
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
+FIXED_NOW = at("2026-11-29 12:00:00")  # the day of the canned events
 ORIGIN = "origin-secret-for-tests-0123456789"
 SALT = "visitor-salt-for-tests-0123456789"
 SIGNING = "signing-key-for-tests-0123456789"
@@ -71,6 +73,9 @@ def environment(monkeypatch: pytest.MonkeyPatch, knowledge_dir: Path) -> Iterato
     }.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
+    # Every step runs at one fixed instant (a test that needs another pins its own): two
+    # calls of one test never straddle midnight, whenever the suite runs.
+    pin(monkeypatch, FIXED_NOW)
     caches.reset_all()
     yield
     caches.reset_all()

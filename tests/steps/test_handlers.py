@@ -10,16 +10,11 @@ import pytest
 from steps import cost_gate, degraded, invoke, origin_verify, quota, reconcile, retrieve
 from steps.lib import ledger, observability, pricing, prompt, signing
 from steps.lib.settings import Settings
-from tests.clock import at, pin
 
 from .conftest import SIGNING, load_event
 
-
-@pytest.fixture(autouse=True)
-def on_the_events_day(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The canned events are for 2026-11-29: the steps run at noon that day (S5 refuses a
-    reservation whose day has ended)."""
-    pin(monkeypatch, at("2026-11-29 12:00:00"))
+# conftest pins the clock to noon on 2026-11-29, the canned events' day (S5 refuses a
+# reservation whose day has ended).
 
 
 def run_quota(address: str = "203.0.113.7:51234", request_id: str = "r1") -> dict[str, Any]:
