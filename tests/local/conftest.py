@@ -45,11 +45,18 @@ def knowledge_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def fixed_wall_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+def fixed_wall_clock() -> Iterator[None]:
     """The steps' wall clock (UTC day, TTLs, secrets) is pinned for every end-to-end test, so
     no two messages of one test straddle midnight; a test that needs another instant pins
-    its own (tests/clock.py). Rate windows and deadlines use the monotonic clock."""
-    pin(monkeypatch, at("2026-11-29 12:00:00"))
+    its own (tests/clock.py). Rate windows and deadlines use the monotonic clock.
+
+    Its own MonkeyPatch, not the test's: an autouse use of ``monkeypatch`` would set that
+    fixture up before the runtime and so undo a test's seam patches after the runtime has
+    restored its own, putting the runtime's counting wrappers back for later tests."""
+    patch = pytest.MonkeyPatch()
+    pin(patch, at("2026-11-29 12:00:00"))
+    yield
+    patch.undo()
 
 
 @pytest.fixture
