@@ -228,3 +228,29 @@ def test_a_model_call_after_a_slow_guardrail_is_charged_to_its_day(aws, monkeypa
     (res,) = reservation_items(aws)
     assert res["day"]["S"] == "2026-12-31"
     assert called_on == []  # no call went out on January's day under December's reservation
+
+
+# The same midnight, one step earlier: S3 reserves on S2's day without checking its own
+# clock, and S4's embedding call (billed) goes out after midnight; S5 then refuses
+# (NotSent) and the release settles the embedding's bound (161 micro-USD at the default
+# price) on the day that has ended. January spent it; December's account holds it.
+@pytest.mark.xfail(
+    strict=True,
+    reason="red team 2: an embedding sent at 00:00:01 under a 23:59:59 reservation is "
+    "released onto the old day: 161 micro-USD per straddling request under-counts the new day",
+)
+def test_an_embedding_sent_after_midnight_is_charged_to_the_day_it_is_made(aws, monkeypatch):
+    clock = [at("2026-12-31 23:59:59")]
+    monkeypatch.setattr("time.time", lambda: clock[0])
+    real_retrieve = retrieve.handler
+
+    def late_retrieve(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        clock[0] = at("2027-01-01 00:00:01")  # S4 starts after midnight: its embedding too
+        result: dict[str, Any] = real_retrieve(event, context)
+        return result
+
+    monkeypatch.setattr(retrieve, "handler", late_retrieve)
+    run = send(ASK)
+    assert run.errors == {"Invoke": "NotSent"}
+    embedded = pricing.release_micros(Settings())
+    assert min(aws.cost("GLOBAL", "2027-01-01"), aws.cost("GLOBAL", "MONTH#2027-01")) >= embedded
