@@ -149,3 +149,22 @@ def test_naive_shards_that_never_try_another_strand_far_more(aws, monkeypatch):
     assert _reserve(aws, "x", 600, ceilings) == ledger.Refusal("ceiling")
     unused = ceilings.day - sum(_day_totals(aws, 3))
     assert unused > 3 * (600 - 1)
+
+
+# Red team 2: docs/scaling.md asks the operator to change N only at the start of a month,
+# but nothing enforces it (settings accept any 1..MAX_SHARDS at any deploy). Each shard's
+# condition sees only its own item, so after a change the old items' spend is invisible:
+# day ceiling 1000, N = 1 spends 1000 on GLOBAL; redeployed with N = 2, GLOBAL (500 now)
+# is refused but GLOBAL#1 admits 500 more: 1500 on a 1000 day (and the month alike).
+@pytest.mark.xfail(
+    strict=True,
+    reason="red team 2: ceiling_shards changed 1 -> 2 mid-day admits 500 more on a spent "
+    "1000 day (1500 = 1.5x); 4 -> 2 likewise 1500; the month the same",
+)
+def test_changing_the_shard_count_mid_period_keeps_the_hard_cap(aws):
+    before = ledger.Ceilings(1000, 1000, 10**6, shards=1)
+    assert isinstance(_reserve(aws, "spent", 1000, before), ledger.Reservation)
+    after = ledger.Ceilings(1000, 1000, 10**6, shards=2)
+    for i in range(10):
+        _reserve(aws, f"after{i}", 100, after, visitor=f"v{i}")
+    assert sum(_day_totals(aws, 2)) <= 1000
