@@ -28,7 +28,7 @@ from steps.lib import (
     secrets,
     signing,
 )
-from steps.lib.errors import NotSent
+from steps.lib.errors import ModelError, NotSent
 from steps.lib.settings import settings
 
 # INIT phase on Lambda; no-op elsewhere.
@@ -47,6 +47,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if verdict.blocked:  # no model call: the guardrail's own answer, never signed
         reply = models.ModelReply(verdict.text, {}, GUARDRAIL_INTERVENED)
     else:
+        _same_day(reservation, time.time())  # the guardrail and counts took time
         reply = responder.converse(system=fitted.prompt.system, messages=fitted.prompt.messages)
     usage = models.usage_of(reply)
     cost = pricing.actual_micros(s, usage, int(event.get("embeddingTokens") or 0), units)
@@ -88,6 +89,14 @@ def _fit(
         s, request["message"], request.get("history") or [], event.get("grounding") or [], keys
     )
     return metering.fit(candidates, allowance, count), allowance
+
+
+def _same_day(reservation: dict[str, Any], now: float) -> None:
+    """Checked again right before Converse. The guardrail has billed by then, so a day that
+    ended meanwhile is a ModelError: the reservation stands on its own day (over-counts,
+    never under-counts) and no call goes out on the new day's money."""
+    if identity.day_of(now) != reservation["day"]:
+        raise ModelError(f"the reservation is for {reservation['day']}, which ended; not sent")
 
 
 def _sig(message: str, reply: str, key: str) -> str:
