@@ -41,7 +41,9 @@ GUARDRAIL_INTERVENED = "guardrail_intervened"
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     s, request, reservation = settings(), event["request"], event["reservation"]
     message, now, responder = request["message"], time.time(), models.responder(s)
-    fitted, allowance = _fit(s, event, now, responder.count_tokens)
+    key = secrets.get_secret(s.signing_key_param, s)  # read once: verify history, then sign
+    keys = secrets.accepted_values(key, now, s.secret_grace_seconds)
+    fitted, allowance = _fit(s, event, now, keys, responder.count_tokens)
     verdict = responder.guard(message) if s.guardrail_id else models.GuardVerdict(False)
     units = max(verdict.units, pricing.assessed_units(s, message))
     if verdict.blocked:  # no model call: the guardrail's own answer, never signed
@@ -58,7 +60,6 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         count_calls=fitted.count_calls, count_failed=fitted.count_failed,
         cost_micros=cost, reserved_micros=int(reservation["reservedMicros"]), **usage,
     )  # fmt: skip
-    key = secrets.get_secret(s.signing_key_param, s)
     return {
         "reply": reply.text,
         "sig": "" if verdict.blocked else _sig(message, reply.text, key.current),
@@ -70,7 +71,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
 
 def _fit(
-    s: Any, event: dict[str, Any], now: float, count: metering.Counter
+    s: Any, event: dict[str, Any], now: float, keys: tuple[str, ...], count: metering.Counter
 ) -> tuple[metering.Fitted, int]:
     """The prompt the reservation pays for, or NotSent (nothing billable has happened)."""
     reservation, request = event["reservation"], event["request"]
@@ -82,9 +83,6 @@ def _fit(
     allowance = pricing.input_allowance(s, reserved, guarded_text=request["message"])
     if allowance < 0:
         raise NotSent(f"a reservation of {reserved} micro-USD cannot pay for any prompt")
-    keys = secrets.accepted_values(
-        secrets.get_secret(s.signing_key_param, s), now, s.secret_grace_seconds
-    )
     candidates = prompt.candidates(
         s, request["message"], request.get("history") or [], event.get("grounding") or [], keys
     )

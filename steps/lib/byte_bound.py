@@ -55,14 +55,8 @@ def fixed_prompt_bound(bare_system_tokens: int, message: str) -> int:
 
 
 def message_texts(message: Mapping[str, Any]) -> list[str]:
-    """The texts of one Converse message, plain or guarded."""
-    texts = []
-    for block in message.get("content", []):
-        if "text" in block:
-            texts.append(block["text"])
-        elif "guardContent" in block:
-            texts.append(block["guardContent"]["text"]["text"])
-    return texts
+    """The texts of one Converse message (S5 sends text blocks only)."""
+    return [block["text"] for block in message.get("content", []) if "text" in block]
 
 
 def cut_to_bound(text: str, limit: int) -> str:

@@ -60,6 +60,24 @@ def send(body: Any, address: str = "203.0.113.7:4000", origin: str = ORIGIN) -> 
     return ex.run
 
 
+def _releasing(
+    ex: _Execution,
+    name: str,
+    handler: Any,
+    event: dict[str, Any],
+    release: dict[str, Any],
+    only: str | None = None,
+) -> Any:
+    """A Task whose Catch goes to ReleaseReservation (any error, or only the class `only`)
+    and then FailClosed: nothing billable beyond the embedding happened."""
+    try:
+        return ex.step(name, handler, event)
+    except _Done:
+        if only is None or ex.run.errors[name] == only:
+            ex.step("ReleaseReservation", reconcile.handler, release, fail=0)
+        raise
+
+
 def _answer(ex: _Execution, body: Any, address: str, origin: str) -> None:
     o = ex.step("OriginVerify", origin_verify.handler, {"originVerify": origin, "body": body})
     ex.gate(o, "allowed")
@@ -75,23 +93,14 @@ def _answer(ex: _Execution, body: Any, address: str, origin: str) -> None:
         d = ex.step("Degraded", degraded.handler, {"request": o["request"], "reason": g["reason"]})
         raise _Done(d["statusCode"], d["body"])
     release = {"reservation": g["reservation"], "release": True}
-    try:
-        r = ex.step("Retrieve", retrieve.handler, {"request": o["request"]})
-    except _Done:  # Catch -> ReleaseReservation -> FailClosed
-        ex.step("ReleaseReservation", reconcile.handler, release, fail=0)
-        raise
+    r = _releasing(ex, "Retrieve", retrieve.handler, {"request": o["request"]}, release)
     invoke_event = {
         "request": o["request"],
         "grounding": r["grounding"],
         "reservation": g["reservation"],
         "embeddingTokens": r["embeddingTokens"],
     }
-    try:
-        a = ex.step("Invoke", invoke.handler, invoke_event)
-    except _Done:
-        if ex.run.errors["Invoke"] == "NotSent":  # nothing was sent: release, then 503
-            ex.step("ReleaseReservation", reconcile.handler, release, fail=0)
-        raise
+    a = _releasing(ex, "Invoke", invoke.handler, invoke_event, release, only="NotSent")
     settle = {
         "reservation": g["reservation"],
         "usage": a["usage"],
