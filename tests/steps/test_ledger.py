@@ -19,7 +19,7 @@ NOW = 1_764_400_000.0
 BIG = ledger.Ceilings(10**9, 10**9, 10**9)
 
 
-def reserve(aws, request_id, micros=100, ceilings=BIG, visitor="v1", client=None):
+def reserve(aws, request_id, micros=100, ceilings=BIG, visitor="v1", client=None, pace=None):
     return ledger.reserve(
         client or aws.dynamodb,
         aws.table,
@@ -29,6 +29,7 @@ def reserve(aws, request_id, micros=100, ceilings=BIG, visitor="v1", client=None
         micros=micros,
         ceilings=ceilings,
         now=NOW,
+        pace=pace or ledger.Pace(),
     )
 
 
@@ -256,8 +257,7 @@ class Failing:
         "AccessDeniedException",
     ],
 )
-def test_dynamodb_failures_become_dependency_unavailable(aws, code, monkeypatch):
-    monkeypatch.setattr(ledger, "RESERVE_BACKOFF", ledger.Backoff(budget_seconds=0.02))
+def test_dynamodb_failures_become_dependency_unavailable(aws, code):
     client = Failing(code)
     with pytest.raises(DependencyUnavailable, match=code) as info:
         ledger.count_message(client, aws.table, visitor="v", day=DAY, limit=5)
@@ -267,8 +267,14 @@ def test_dynamodb_failures_become_dependency_unavailable(aws, code, monkeypatch)
     if code in ledger.THROTTLE_CODES:
         # The reservation retries throttling, then answers degraded (tests/steps/
         # test_ledger_retries.py); every other failure is an outage: fail closed.
-        assert reserve(aws, "r", client=client) == ledger.Refusal("contention")
-        assert client.calls > 3
+        # A clock that moves only when the retry loop sleeps, and a fixed jitter draw: the
+        # number of attempts inside the budget is the same on any machine under any load.
+        slept: list[float] = []
+        pace = ledger.Pace(clock=lambda: sum(slept), sleep=slept.append, draw=lambda: 0.5)
+        calls_before = client.calls
+        assert reserve(aws, "r", client=client, pace=pace) == ledger.Refusal("contention")
+        assert client.calls - calls_before > 3
+        assert sum(slept) <= ledger.RESERVE_BACKOFF.budget_seconds
     else:
         with pytest.raises(DependencyUnavailable):
             reserve(aws, "r", client=client)
