@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from decimal import ROUND_CEILING, Decimal
 
-from steps.lib.pricing import reserve_micros
-from steps.lib.settings import Settings
+from steps.lib.money.pricing import reserve_micros
+from steps.lib.runtime.settings import Settings
 
 
 def usd(micros: int) -> str:

@@ -217,7 +217,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _verify_target(args: argparse.Namespace) -> verify.Target:
-    from steps.lib.pricing import reserve_micros
+    from steps.lib.money.pricing import reserve_micros
 
     s = project_settings()
     limit = int(edge_context().get("waf_rate_limit", 20))
@@ -241,7 +241,7 @@ def _chat_url(base: str) -> str:
 
 def _local_reserve(base: str, s: Any) -> int:
     """The local server's own worst case per message (its ceilings may differ from cdk.json)."""
-    from steps.lib.pricing import reserve_micros
+    from steps.lib.money.pricing import reserve_micros
 
     try:
         return int(_admin(base, "GET", "/_admin/spend")["reserve_micros"])

@@ -6,8 +6,8 @@ import importlib
 import json
 
 from statemachine import loader
-from steps.lib import errors
-from steps.lib.stages import STAGES
+from steps.lib.runtime import errors
+from steps.lib.runtime.stages import STAGES
 
 
 def _states():

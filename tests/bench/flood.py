@@ -15,7 +15,7 @@ explains each figure and its source):
 
 Each variant is a ``Policy``: how the reservation and the settlement retry, what S3 answers
 when its retries run out, ``memo_seconds`` (a container remembers a refused shard,
-steps/lib/spent_memo.py) and ``shards`` (N day/month item pairs of ceiling/N each, on N
+steps/lib/money/spent_memo.py) and ``shards`` (N day/month item pairs of ceiling/N each, on N
 partitions). ``AS_BUILT`` takes its figures from the ledger's own constants
 (``ledger.RESERVE_BACKOFF``, ``ledger.SETTLE_BACKOFF``, ``spent_memo.DEFAULT_SECONDS``), so
 the model follows the code. ``naive_check_then_add`` is the unsafe reference
@@ -35,8 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from steps.lib import ledger, pricing, spent_memo
-from steps.lib.settings import Settings, cdk_context
+from steps.lib.money import ledger, pricing, spent_memo
+from steps.lib.runtime.settings import Settings, cdk_context
 from tests.bench import report
 
 SCALING = report.DOC.with_name("scaling.md")

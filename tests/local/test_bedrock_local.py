@@ -24,10 +24,10 @@ from local import bedrock_access
 from local.bedrock_access import BedrockAccess, BedrockSetupError, check_models, open_access
 from local.cli import main
 from local.runtime import LocalRuntime
-from steps.lib import pricing
-from steps.lib.hashing_embedder import HashingEmbedder
-from steps.lib.knowledge import bedrock_embedder_id
-from steps.lib.settings import PROJECT_ROOT, Settings
+from steps.lib.grounding.knowledge import bedrock_embedder_id
+from steps.lib.money import pricing
+from steps.lib.providers.hashing_embedder import HashingEmbedder
+from steps.lib.runtime.settings import PROJECT_ROOT, Settings
 
 from .conftest import QUESTION, VISITOR, day_total, reservations
 

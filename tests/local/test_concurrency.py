@@ -17,7 +17,7 @@ import pytest
 
 from local.runtime import LocalRuntime, Outcome
 from local.wire import Contention
-from steps.lib import ledger, pricing
+from steps.lib.money import ledger, pricing
 
 from .conftest import QUESTION, all_at_once, day_total, items_by_key, number, reservations
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from local import limits
 from local.cli import main
 from local.server import ChatServer
-from steps.lib.pricing import reserve_micros
-from steps.lib.settings import Settings
+from steps.lib.money.pricing import reserve_micros
+from steps.lib.runtime.settings import Settings
 
 BASE = Settings(model_backend="offline")
 
