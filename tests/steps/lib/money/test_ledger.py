@@ -3,9 +3,6 @@ total pass its ceiling (even under 64 concurrent callers), idempotent settlement
 
 from __future__ import annotations
 
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 from botocore.exceptions import ClientError
 
@@ -13,31 +10,7 @@ from steps.lib.money import ledger
 from steps.lib.runtime.errors import DependencyUnavailable, ReconcileError
 from tests.steps.conftest import Serialised
 
-DAY, MONTH = "2026-11-29", "2026-11"
-NOW = 1_764_400_000.0
-BIG = ledger.Ceilings(10**9, 10**9, 10**9)
-
-
-def reserve(aws, request_id, micros=100, ceilings=BIG, visitor="v1", client=None, pace=None):
-    return ledger.reserve(
-        client or aws.dynamodb,
-        aws.table,
-        request_id=request_id,
-        visitor=visitor,
-        day=DAY,
-        micros=micros,
-        ceilings=ceilings,
-        now=NOW,
-        pace=pace or ledger.Pace(),
-    )
-
-
-def totals(aws, visitor="v1"):
-    return (
-        aws.cost("GLOBAL", DAY),
-        aws.cost("GLOBAL", f"MONTH#{MONTH}"),
-        aws.cost(f"VISITOR#{visitor}", DAY),
-    )
+from .ledger_helpers import DAY, MONTH, NOW, race, reserve, totals
 
 
 def test_keys_match_the_design():
@@ -168,25 +141,13 @@ def test_reconcile_refuses_a_tampered_reserved_amount(aws):
 
 # Concurrency ------------------------------------------------------------------------------
 
-THREADS = 64
 RESERVE = 1000
 CEILING = ledger.Ceilings(day=10_500, month=10**6, visitor=10**6)  # room for 10, not 11
 
 
-def _race(work):
-    barrier = threading.Barrier(THREADS)
-
-    def one(i):
-        barrier.wait()
-        return work(i)
-
-    with ThreadPoolExecutor(THREADS) as pool:
-        return list(pool.map(one, range(THREADS)))
-
-
 def test_64_concurrent_reservations_never_pass_the_ceiling(aws):
     client = Serialised(aws.dynamodb)
-    outcomes = _race(lambda i: reserve(aws, f"r{i}", RESERVE, CEILING, client=client))
+    outcomes = race(lambda i: reserve(aws, f"r{i}", RESERVE, CEILING, client=client))
     admitted = [o for o in outcomes if isinstance(o, ledger.Reservation)]
     assert len(admitted) == 10
     assert all(o == ledger.Refusal("ceiling") for o in outcomes if o not in admitted)
@@ -209,7 +170,7 @@ def check_then_add(aws, client, request_id):
 
 def test_the_same_harness_shows_check_then_add_overshooting(aws):
     client = Serialised(aws.dynamodb)
-    outcomes = _race(lambda i: check_then_add(aws, client, f"r{i}"))
+    outcomes = race(lambda i: check_then_add(aws, client, f"r{i}"))
     spent = aws.cost("GLOBAL", DAY)
     assert outcomes.count("admitted") > 10
     assert spent > CEILING.day  # the invariant the reservation keeps is broken here
@@ -224,7 +185,7 @@ def test_64_concurrent_messages_with_settlement_never_pass_the_ceiling(aws):
             ledger.reconcile(client, aws.table, out, actual_micros=RESERVE // 4, now=NOW)
         return out
 
-    outcomes = _race(message)
+    outcomes = race(message)
     admitted = sum(isinstance(o, ledger.Reservation) for o in outcomes)
     assert admitted >= 10
     assert aws.cost("GLOBAL", DAY) == admitted * (RESERVE // 4) <= CEILING.day

@@ -14,7 +14,7 @@ from steps.lib.money import ledger
 from steps.lib.runtime import stages
 from steps.lib.runtime.errors import DependencyUnavailable, ReconcileError
 
-from .test_ledger import DAY, NOW, reserve, totals
+from .ledger_helpers import DAY, NOW, reserve, totals
 
 CONFLICT = [{"Code": "TransactionConflict"}]
 

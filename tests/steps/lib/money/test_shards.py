@@ -15,7 +15,7 @@ from local.tables import create_ledger_table
 from steps.lib.money import ledger
 from tests.steps.conftest import Serialised
 
-from .test_ledger import _race
+from .ledger_helpers import race
 
 DAY, MONTH = "2026-11-29", "2026-11"
 NOW = 1_764_400_000.0
@@ -88,7 +88,7 @@ def test_the_visitor_cap_is_not_sharded(aws):
 def test_64_concurrent_reservations_never_pass_the_summed_ceiling(aws, shards):
     client = Serialised(aws.dynamodb)
     ceilings = ledger.Ceilings(10_500, 10**6, 10**6, shards=shards)
-    outcomes = _race(lambda i: _reserve(aws, f"r{i}", 1000, ceilings, client=client))
+    outcomes = race(lambda i: _reserve(aws, f"r{i}", 1000, ceilings, client=client))
     admitted = [o for o in outcomes if isinstance(o, ledger.Reservation)]
     per_shard = ceilings.day_shard // 1000
     assert len(admitted) == shards * per_shard  # every shard filled, none past its share
