@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..providers.interface import CountUnavailable
 from ..runtime.errors import NotSent
 from ..text.prompt import Prompt
 from .byte_bound import prompt_bound
@@ -34,10 +35,6 @@ from .pricing import Metering
 # A count is one HTTPS round trip; past a few, the byte bound decides (it only trims more).
 MAX_COUNT_CALLS = 4
 COUNT_BUDGET_SECONDS = 1.0
-
-
-class CountUnavailable(Exception):
-    """CountTokens could not count this request (the meter falls back to the byte bound)."""
 
 
 # (system text, messages) -> exact input tokens of that Converse request.

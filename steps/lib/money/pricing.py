@@ -65,13 +65,10 @@ from decimal import ROUND_CEILING, Decimal
 from functools import lru_cache
 from typing import Any, Literal
 
+from ..providers.interface import USAGE_KEYS
 from ..runtime.settings import Settings
 from ..text import tokens
 from .byte_bound import MESSAGE_OVERHEAD_TOKENS, fixed_prompt_bound, text_bound
-
-# Converse's usage counters (models.USAGE_KEYS is this tuple: models imports it from here,
-# so the gate steps that price usage never import the model adapters).
-USAGE_KEYS = ("inputTokens", "outputTokens", "cacheReadInputTokens", "cacheWriteInputTokens")
 
 # Titan Text Embeddings V2 takes at most 8,192 tokens; S4 cuts the query to this many bytes
 # of byte bound (so at most this many tokens, A2) and the reserve pays for all of them.

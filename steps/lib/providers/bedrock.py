@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..runtime.errors import EmbeddingError, ModelError
 from ..runtime.settings import Settings
+from .interface import USAGE_KEYS, CountUnavailable, GuardVerdict, ModelReply
 from .model_ids import COUNT_TOKENS_REGIONS, foundation_model_id
-from .models import USAGE_KEYS, GuardVerdict, ModelReply
 
 if TYPE_CHECKING:
     import numpy as np
@@ -70,8 +70,6 @@ class BedrockResponder:
     def count_tokens(self, system: str, messages: list[dict[str, Any]]) -> int:
         """The exact input tokens of the Converse request for (system, messages)."""
         from botocore.exceptions import BotoCoreError, ClientError
-
-        from ..money.metering import CountUnavailable
 
         if self._region not in COUNT_TOKENS_REGIONS:
             raise CountUnavailable(f"CountTokens is not offered in {self._region}")

@@ -2,63 +2,37 @@
 
 ``responder(settings)`` and ``query_embedder(settings)`` are the only places that choose
 between Bedrock and the offline stand-ins, so tests and the local runtime patch exactly
-these two functions. Handlers call them through the module (``models.responder(s)``) so a
-patch is seen. numpy is only touched by query embedders, which only S4 uses.
+these two functions, or hand them a client (a botocore Stubber, a fake) to build Bedrock's
+adapters on instead of the container's. Handlers call them through the module
+(``models.responder(s)``) so a patch is seen. numpy is only touched by query embedders,
+which only S4 uses. The types every implementation meets live in interface.py (a leaf).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
-from ..money.pricing import USAGE_KEYS
 from ..runtime.settings import Settings
+from .interface import (
+    USAGE_KEYS,
+    CountUnavailable,
+    GuardVerdict,
+    ModelReply,
+    QueryEmbedder,
+    Responder,
+    usage_of,
+)
 
-if TYPE_CHECKING:
-    import numpy as np
-
+# The interface's names, for the modules that reach the models through this seam.
 __all__ = [
-    "USAGE_KEYS", "GuardVerdict", "ModelReply", "QueryEmbedder", "Responder", "responder",
-    "usage_of",
+    "USAGE_KEYS", "CountUnavailable", "GuardVerdict", "ModelReply", "QueryEmbedder",
+    "Responder", "query_embedder", "responder", "usage_of",
 ]  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class ModelReply:
-    text: str
-    usage: dict[str, int] = field(default_factory=dict)  # keyed by USAGE_KEYS
-    stop_reason: str = "end_turn"
-
-
-@dataclass(frozen=True, slots=True)
-class GuardVerdict:
-    """The guardrail's verdict on the current message (ApplyGuardrail, source INPUT)."""
-
-    blocked: bool
-    text: str = ""  # the guardrail's own answer when it blocked the message
-    units: int = 0  # the billed text units it reported (every policy)
-
-
-class Responder(Protocol):
-    def converse(self, *, system: str, messages: list[dict[str, Any]]) -> ModelReply: ...
-
-    def count_tokens(self, system: str, messages: list[dict[str, Any]]) -> int:
-        """Exact input tokens of this request; raises metering.CountUnavailable when the
-        provider cannot count it (offline stand-ins never can)."""
-        ...
-
-    def guard(self, text: str) -> GuardVerdict:
-        """Assess ``text`` (the current message) with the configured guardrail."""
-        ...
-
-
-class QueryEmbedder(Protocol):
-    id: str
-
-    def embed_query(self, text: str) -> tuple[np.ndarray, int]: ...
-
-
-def responder(s: Settings) -> Responder:
+def responder(s: Settings, client: Any = None, count_client: Any = None) -> Responder:
+    """Converse on ``client`` (and CountTokens on ``count_client``; both default to the
+    container's own clients), or the offline stand-in, which takes no client."""
     if s.model_backend == "offline":
         from .offline import ExtractiveResponder
 
@@ -66,10 +40,13 @@ def responder(s: Settings) -> Responder:
     from ..runtime import clients
     from . import bedrock
 
-    return bedrock.BedrockResponder(s, clients.bedrock_runtime(), clients.bedrock_count())
+    if client is None:
+        client, count_client = clients.bedrock_runtime(), count_client or clients.bedrock_count()
+    return bedrock.BedrockResponder(s, client, count_client)
 
 
-def query_embedder(s: Settings) -> QueryEmbedder:
+def query_embedder(s: Settings, client: Any = None) -> QueryEmbedder:
+    """Titan on ``client`` (default: the container's own), or the offline stand-in."""
     if s.model_backend == "offline":
         from .offline import HashingQueryEmbedder
 
@@ -77,9 +54,4 @@ def query_embedder(s: Settings) -> QueryEmbedder:
     from ..runtime import clients
     from . import bedrock
 
-    return bedrock.TitanEmbedder(s, clients.bedrock_runtime())
-
-
-def usage_of(reply: ModelReply) -> dict[str, int]:
-    """The four Converse usage counters, zero-filled (the shape S5 returns and S6 prices)."""
-    return {key: int(reply.usage.get(key, 0)) for key in USAGE_KEYS}
+    return bedrock.TitanEmbedder(s, client or clients.bedrock_runtime())

@@ -231,3 +231,21 @@ def test_offline_seams_select_the_stand_ins():
     assert vector.shape == (S.embedding_dimensions,) and count == tokens.count_tokens(
         "rate limiting"
     )
+
+
+def test_the_bedrock_seams_build_on_an_injected_client():
+    """A test hands the seam its client (here one under a Stubber) instead of patching the
+    container's clients."""
+    s, c = S.replace(model_backend="bedrock"), client()
+    with Stubber(c) as stub:
+        stub.add_response("converse", GOOD)
+        reply = models.responder(s, client=c).converse(system="s", messages=MESSAGES)
+        stub.assert_no_pending_responses()
+    assert reply.text == "60 to 600 seconds."
+    body = json.dumps({"embedding": [0.5] * 4, "inputTextTokenCount": 3}).encode()
+    with Stubber(c) as stub:
+        stub.add_response(
+            "invoke_model", {"body": io.BytesIO(body), "contentType": "application/json"}
+        )
+        vector, count = models.query_embedder(s, client=c).embed_query("hello")
+    assert vector.shape == (4,) and count == 3
