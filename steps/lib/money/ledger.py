@@ -21,12 +21,9 @@ from typing import Any, Literal, TypeVar
 
 from ..runtime.errors import ChatguardError, DependencyUnavailable, ReconcileError
 from .ledger_items import (
-    ITEM_DAY,
-    ITEM_MODE,
-    ITEM_MONTH,
-    ITEM_RESERVATION,
-    ITEM_VISITOR,
     MODE_KEY,
+    RESERVATION_ITEMS,
+    SETTLEMENT_ITEMS,
     Ceilings,
     Key,
     Reservation,
@@ -46,7 +43,7 @@ from .spent_memo import SpentMemo
 # The key helpers and records are part of this module's API (the ops CLI reads spend
 # through them); they live in ledger_items.py, which builds items and does no I/O.
 __all__ = [
-    "MODES", "MODE_KEY", "RESERVE_BACKOFF", "SETTLE_BACKOFF", "Backoff", "Ceilings", "Key",
+    "MODES", "MODE_KEY", "RESERVATION_BACKOFF", "SETTLE_BACKOFF", "Backoff", "Ceilings", "Key",
     "Mode", "Pace", "QuotaResult", "Refusal", "Reservation", "Settlement", "count_message",
     "day_expiry", "day_key", "get_item", "month_expiry", "month_key", "month_of",
     "read_cost", "read_mode", "reconcile", "reservation_key", "reserve", "shard_order",
@@ -87,7 +84,7 @@ class Backoff:
 # most half its step's timeout, leaving the rest for a cold start and the last attempt).
 # S3 gives up sooner: its visitor waits, and a degraded answer is a fine outcome. S6
 # tries longer: a lost settlement leaves the whole reserve on the day.
-RESERVE_BACKOFF = Backoff(budget_seconds=1.0)
+RESERVATION_BACKOFF = Backoff(budget_seconds=1.0)
 SETTLE_BACKOFF = Backoff(budget_seconds=2.5)
 
 
@@ -130,8 +127,20 @@ class _Contention(Exception):
 
 @dataclass(frozen=True, slots=True)
 class _Cancelled:
-    reasons: list[str]
+    reasons: list[str]  # one code per item of the transaction, in order ("None": it was fine)
     items: list[dict[str, Any] | None]  # the old item of a refused condition, if returned
+
+    def refused(self, names: tuple[str, ...]) -> set[str]:
+        """The items, by name (``names`` in transaction order), whose condition failed."""
+        return {
+            name
+            for name, code in zip(names, self.reasons, strict=False)
+            if code == "ConditionalCheckFailed"
+        }
+
+    def old_item(self, names: tuple[str, ...], name: str) -> dict[str, Any] | None:
+        index = names.index(name)
+        return self.items[index] if index < len(self.items) else None
 
 
 def _call(
@@ -221,9 +230,10 @@ def reserve(
     memo: SpentMemo | None = None,
     pace: Pace = Pace(),
 ) -> Reservation | Refusal:
-    """Reserve ``micros`` on day, month and visitor at once, or on none of them.
+    """Make the reservation: hold the reserve ``micros`` on day, month and visitor at once,
+    or on none of them.
 
-    Each total must satisfy ``total <= ceiling - micros`` (DynamoDB conditions cannot add),
+    Each total must satisfy ``total <= ceiling - reserve`` (ledger_items.TOTAL_ADMITS),
     so the ceiling still holds after this reservation however many run concurrently. The
     operator switch is a ConditionCheck in the same transaction: the normal path costs one
     DynamoDB call, and a switch applies from the very next message (no mode cache to wait
@@ -233,7 +243,7 @@ def reserve(
     from its id, so requests spread evenly) and, when that shard is spent, on the next,
     each under its own ``ceiling // N``; the visitor's total is not sharded. ``memo``
     (spent_memo.py) skips shards this container saw spent, without a write. Conflicts and
-    throttling are retried with ``RESERVE_BACKOFF``; when it runs out the answer is
+    throttling are retried with ``RESERVATION_BACKOFF``; when it runs out the answer is
     ``Refusal("contention")`` (degraded, no model call), not an error.
     """
     month = month_of(day)
@@ -245,36 +255,36 @@ def reserve(
         if memo is not None and memo.refuses(key, micros, now):
             continue
         items = reservation_items(table, request_id, visitor, day, micros, ceilings, now, shard)
-        remaining = RESERVE_BACKOFF.budget_seconds - (pace.clock() - started)
+        remaining = RESERVATION_BACKOFF.budget_seconds - (pace.clock() - started)
         try:
             cancelled = _retrying(
-                functools.partial(_reserve_once, client, items, _token(request_id, shard)),
-                dataclasses.replace(RESERVE_BACKOFF, budget_seconds=max(0.0, remaining)),
+                functools.partial(_reservation_attempt, client, items, _token(request_id, shard)),
+                dataclasses.replace(RESERVATION_BACKOFF, budget_seconds=max(0.0, remaining)),
                 pace,
             )
         except _Contention:
             return Refusal("contention")
         if cancelled is None:
             return Reservation(request_id, micros, day, month, visitor, shard)
-        failed = _failed(cancelled.reasons)
-        if ITEM_MODE in failed:
+        failed = cancelled.refused(RESERVATION_ITEMS)
+        if "mode" in failed:
             return Refusal("mode")
-        if ITEM_VISITOR in failed:
+        if "visitor" in failed:
             return Refusal("ceiling")  # the visitor's own cap: no other shard helps
-        if failed & {ITEM_DAY, ITEM_MONTH}:
+        if failed & {"day", "month"}:
             if memo is not None:
                 memo.remember(key, now, _room_at_most(cancelled, ceilings))
             continue  # this shard is spent: try the next one
-        if ITEM_RESERVATION in failed:
+        if "reservation" in failed:
             raise ChatguardError("a reservation for this request id already exists")
-        raise DependencyUnavailable(f"DynamoDB TransactWriteItems (reserve) cancelled: "
+        raise DependencyUnavailable(f"DynamoDB TransactWriteItems (reservation) cancelled: "
                                     f"{cancelled.reasons}")  # fmt: skip
     return Refusal("ceiling")
 
 
-def _reserve_once(client: Any, items: list[dict[str, Any]], token: str) -> _Cancelled | None:
+def _reservation_attempt(client: Any, items: list[dict[str, Any]], token: str) -> _Cancelled | None:
     response, cancelled = _call(
-        "TransactWriteItems (reserve)",
+        "TransactWriteItems (reservation)",
         client.transact_write_items,
         contention=True,
         TransactItems=items,
@@ -289,17 +299,14 @@ def shard_order(request_id: str, shards: int) -> list[int]:
     return [(first + i) % shards for i in range(shards)]
 
 
-def _failed(reasons: list[str]) -> set[int]:
-    return {i for i, code in enumerate(reasons) if code == "ConditionalCheckFailed"}
-
-
 def _room_at_most(cancelled: _Cancelled, ceilings: Ceilings) -> int | None:
     """The most room the refused shard can have again this period, from ``settledMicros``
     of its refused day/month items (None when neither came back)."""
     rooms = []
-    for index, ceiling in ((ITEM_DAY, ceilings.day_shard), (ITEM_MONTH, ceilings.month_shard)):
-        item = cancelled.items[index] if index < len(cancelled.items) else None
-        if cancelled.reasons[index] == "ConditionalCheckFailed" and item:
+    refused = cancelled.refused(RESERVATION_ITEMS)
+    for name, ceiling in (("day", ceilings.day_shard), ("month", ceilings.month_shard)):
+        item = cancelled.old_item(RESERVATION_ITEMS, name)
+        if name in refused and item:
             rooms.append(ceiling - int(item.get("settledMicros", {}).get("N", "0")))
     return min(rooms) if rooms else None
 
@@ -348,14 +355,12 @@ def reconcile(
         raise ReconcileError(f"reservation {reservation.id} not settled: {exc}") from exc
     if cancelled is None:
         return Settlement("settled", actual_micros, max(0, -delta))
-    reasons = cancelled.reasons
     if (
-        reasons
-        and reasons[0] == "ConditionalCheckFailed"
+        "reservation" in cancelled.refused(SETTLEMENT_ITEMS)
         and _status(client, table, reservation.id) == "settled"
     ):
         return Settlement("already_settled", actual_micros, 0)
-    raise ReconcileError(f"reservation {reservation.id} could not be settled: {reasons}")
+    raise ReconcileError(f"reservation {reservation.id} could not be settled: {cancelled.reasons}")
 
 
 def _status(client: Any, table: str, request_id: str) -> str | None:

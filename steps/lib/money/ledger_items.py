@@ -19,8 +19,24 @@ from typing import Any
 DAY_SECONDS = 86_400
 Key = dict[str, dict[str, str]]
 
-# Items of the reservation transaction, in order: CancellationReasons are reported per item.
-ITEM_DAY, ITEM_MONTH, ITEM_VISITOR, ITEM_RESERVATION, ITEM_MODE = range(5)
+# The items of each transaction, by name, in the order they are written: DynamoDB reports
+# CancellationReasons one per item in this order, and ledger.py reads them by these names.
+RESERVATION_ITEMS = ("day", "month", "visitor", "reservation", "mode")
+SETTLEMENT_ITEMS = ("reservation", "day", "month", "visitor")
+
+# The reservation's condition, in parts. Each total (day, month, visitor) admits the reserve
+# only while it leaves room for it after this reservation, ``:max = ceiling - reserve``
+# (DynamoDB conditions cannot add): a total not written yet this period is zero.
+TOTAL_NOT_STARTED = "attribute_not_exists(costMicros)"
+TOTAL_LEAVES_ROOM = "costMicros <= :max"
+TOTAL_ADMITS = f"{TOTAL_NOT_STARTED} OR {TOTAL_LEAVES_ROOM}"
+# One reservation per request id: a replayed request cannot reserve twice.
+RESERVATION_IS_NEW = "attribute_not_exists(pk)"
+# The operator switch, checked in the same transaction (no mode cache to wait out).
+MODE_IS_NORMAL = "attribute_not_exists(#mode) OR #mode = :normal"
+# A reservation settles once, and only for the reserve it recorded.
+SETTLES_ONCE = "#status = :open AND reservedMicros = :reserved"
+
 _ADD_COST = "ADD costMicros :r SET expiresAt = if_not_exists(expiresAt, :exp)"
 # Day and month totals also keep what settled (actuals only): it never decreases, and a
 # total is never below it, so it proves a spent day stays spent (spent_memo.py).
@@ -116,17 +132,18 @@ def reservation_items(
     request_id: str,
     visitor: str,
     day: str,
-    micros: int,
+    reserve: int,
     ceilings: Ceilings,
     now: float,
     shard: int = 0,
 ) -> list[dict[str, Any]]:
-    """The reservation transaction on one day/month shard (link 2 of pricing.py's proof).
+    """The reservation on one day/month shard (link 2 of pricing.py's proof), its items in
+    the order of RESERVATION_ITEMS.
 
-    Each of the three totals is an Update whose ConditionExpression is
-    ``attribute_not_exists(costMicros) OR costMicros <= :max`` with ``:max = ceiling -
-    micros`` (the shard's ceiling for day and month): ``total <= ceiling - reserve``.
-    A refused day or month item returns its old attributes
+    Each of the three totals is an Update under TOTAL_ADMITS with ``:max = ceiling -
+    reserve`` (the shard's ceiling for day and month): ``total <= ceiling - reserve``. The
+    reservation item is a Put under RESERVATION_IS_NEW, and the mode a ConditionCheck under
+    MODE_IS_NORMAL. A refused day or month item returns its old attributes
     (``ReturnValuesOnConditionCheckFailure``), which the spent-day memo reads; the
     condition itself is unchanged by it.
     """
@@ -142,10 +159,10 @@ def reservation_items(
                 "TableName": table,
                 "Key": key,
                 "UpdateExpression": _ADD_COST,
-                "ConditionExpression": "attribute_not_exists(costMicros) OR costMicros <= :max",
+                "ConditionExpression": TOTAL_ADMITS,
                 "ExpressionAttributeValues": {
-                    ":r": {"N": str(micros)},
-                    ":max": {"N": str(ceiling - micros)},
+                    ":r": {"N": str(reserve)},
+                    ":max": {"N": str(ceiling - reserve)},
                     ":exp": {"N": str(expiry)},
                 },
                 **({"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if shared else {}),
@@ -154,7 +171,7 @@ def reservation_items(
         for key, ceiling, expiry, shared in totals
     ]
     record = {
-        "reservedMicros": {"N": str(micros)},
+        "reservedMicros": {"N": str(reserve)},
         "status": {"S": "open"},
         "expiresAt": {"N": str(int(now) + 2 * DAY_SECONDS)},
         "day": {"S": day},
@@ -167,7 +184,7 @@ def reservation_items(
             "Put": {
                 "TableName": table,
                 "Item": {**reservation_key(request_id), **record},
-                "ConditionExpression": "attribute_not_exists(pk)",
+                "ConditionExpression": RESERVATION_IS_NEW,
             }
         }
     )
@@ -176,7 +193,7 @@ def reservation_items(
             "ConditionCheck": {
                 "TableName": table,
                 "Key": MODE_KEY,
-                "ConditionExpression": "attribute_not_exists(#mode) OR #mode = :normal",
+                "ConditionExpression": MODE_IS_NORMAL,
                 "ExpressionAttributeNames": {"#mode": "mode"},
                 "ExpressionAttributeValues": {":normal": {"S": "normal"}},
             }
@@ -188,7 +205,8 @@ def reservation_items(
 def settlement_items(
     table: str, reservation: Reservation, actual_micros: int, now: float
 ) -> list[dict[str, Any]]:
-    """Flip the reservation open -> settled and move the three totals by actual - reserved.
+    """Flip the reservation open -> settled (SETTLES_ONCE) and move the three totals by
+    actual - reserve, its items in the order of SETTLEMENT_ITEMS.
 
     The totals are the day/month shard the reservation was made on (``reservation.shard``)
     and the visitor's; the day and month also add ``actual`` to ``settledMicros``.
@@ -200,7 +218,7 @@ def settlement_items(
                 "TableName": table,
                 "Key": reservation_key(reservation.id),
                 "UpdateExpression": _SETTLE,
-                "ConditionExpression": "#status = :open AND reservedMicros = :reserved",
+                "ConditionExpression": SETTLES_ONCE,
                 "ExpressionAttributeNames": {"#status": "status"},
                 "ExpressionAttributeValues": {
                     ":settled": {"S": "settled"},

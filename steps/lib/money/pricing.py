@@ -1,13 +1,18 @@
-"""The money path in one place: what a message may cost (its reserve) and why that bounds
-what the provider bills.
+"""The money path as one proof: a day's (month's, visitor's) spend never passes its ceiling.
 
-The promise: a day's (month's, visitor's) spend never passes its ceiling. It rests on two
-links, and this module is the first.
+Words, used this way throughout money/: **the reserve** is an amount, the micro-USD set
+aside for one message (``reserve_for``; ``reservedMicros`` on the wire and in DynamoDB).
+**The reservation** is the DynamoDB transaction that holds a reserve on day, month and
+visitor at once, and the ``RES#`` item it writes; to *reserve* is to make one
+(ledger.py::reserve), to *settle* is to move it to the actual cost (ledger.py::reconcile),
+and to *release* is to settle it when no model call was made.
 
-1. **Per message: actual <= reserved.** S3 (CostGate) reserves ``reserve_for(...)``; S6
+The promise rests on two links, and this module is the first.
+
+1. **Per message: actual <= reserve.** S3 (CostGate) reserves ``reserve_for(...)``; S6
    (Reconcile) settles ``actual_micros(...)``. Prices are USD per 1M tokens, which is
    exactly micro-USD per token, so every term is tokens x price, summed as Decimal and
-   rounded UP once. Each billed quantity has a bound, enforced where named:
+   rounded UP once. Each billed quantity has a bound:
 
    ======================  ======================================  ==========================
    billed quantity         bound                                   enforced by
@@ -25,8 +30,8 @@ links, and this module is the first.
    embedding tokens        ``EMBEDDING_TOKEN_BOUND``               S4 cuts the query to that
                                                                    byte bound (retrieve.py)
    guardrail text units    ``guardrail_unit_bound``: the message   S5 assesses exactly the
-                           in started 1,000s of its byte bound,    current message, before
-                           x filter policies                       the call (ApplyGuardrail,
+                           in started ``GUARDRAIL_UNIT_CHARS`` of  current message, before
+                           its byte bound, x filter policies       the call (ApplyGuardrail,
                                                                    source INPUT); the reply
                                                                    is never assessed
    ======================  ======================================  ==========================
@@ -37,15 +42,15 @@ links, and this module is the first.
    cost S5 computed, so an S6 on older prices cannot under-count. S5 also sends nothing
    once the reservation's UTC day has ended: the day charged is the day of the call.
 
-2. **Per total: the sum of reservations fits.** ``ledger.reserve`` admits a reservation
-   only under the conditional write ``total <= ceiling - reserved`` on day, month and
-   visitor in one transaction; settling only moves a total by ``actual - reserved <= 0``.
-   With ``ceiling_shards`` = N, day and month are N shards and the write is on one of
-   them with ``ceiling // N`` as its ceiling, so the shards sum to at most the ceiling;
-   settling moves the shard the reservation recorded. A retry (conflict, throttle) resends
-   the same conditional transaction, and a settlement retry that finds the reservation
-   settled moves nothing; the spent-day memo only ever refuses. None of them can admit
-   what the condition would not (docs/internals.md, "The cost bound").
+2. **Per total: the reservations fit.** A reservation is admitted only under the
+   conditional write ``total <= ceiling - reserve`` on day, month and visitor in one
+   transaction; settling only moves a total by ``actual - reserve <= 0``. With
+   ``ceiling_shards`` = N, day and month are N shards and the write is on one of them with
+   ``ceiling // N`` as its ceiling, so the shards sum to at most the ceiling; settling
+   moves the shard the reservation recorded. A retry (conflict, throttle) resends the same
+   conditional transaction, and a settlement retry that finds the reservation settled
+   moves nothing; the spent-day memo only ever refuses. None of them can admit what the
+   condition would not.
 
 Assumptions the proof relies on (docs/internals.md, "The cost bound", gives the sources):
 A1 CountTokens reports what Converse bills for the same input (Bedrock user guide);
@@ -54,6 +59,37 @@ A2 a token covers at least one UTF-8 byte of text or of its NFKC form (``byte_bo
 A3 chat framing is within ``byte_bound``'s overhead constants (fallback only);
 A4 a guardrail bills per policy per started 1,000 characters of the text it assessed
    (Bedrock pricing), and ApplyGuardrail assesses exactly the text it is given.
+
+Where each step is enforced (paths under steps/, as ``file::function``):
+
+- Lengths: request/contract.py::validate_request (S1, after API Gateway applied
+  request/openapi.json) caps the message and each history turn in characters, and refuses
+  a message whose byte bound leaves no prompt within ``max_input_tokens``.
+- The reserve: cost_gate.py::handler sizes it with ``reserve_for``, metered as
+  providers/model_ids.py::metering_for says S5 will meter; ``cost_bound`` prices each
+  quantity of the table at its bound.
+- The reservation: money/ledger_items.py::reservation_items writes the condition, its parts
+  named there (``TOTAL_ADMITS``, ``RESERVATION_IS_NEW``, ``MODE_IS_NORMAL``);
+  money/ledger.py::reserve refuses up front a reserve above a ceiling (a new item would pass
+  ``attribute_not_exists``) and reads a cancellation by item name.
+- S5's own check: invoke.py::_fit refuses a reservation of another day and derives ``A``
+  with ``input_allowance``; money/metering.py::fit sends only a prompt whose
+  money/byte_bound.py::prompt_bound (A2, A3) or exact count
+  (providers/bedrock.py::BedrockResponder.count_tokens, A1) is within ``A``, else NotSent;
+  invoke.py::_same_day checks the day again right before Converse.
+- The call: providers/bedrock.py::BedrockResponder.request sends ``maxTokens`` and no
+  ``cachePoint``; runtime/clients.py::bedrock_runtime never retries, nor does the ASL's
+  Invoke state, so one reservation pays for one call; BedrockResponder.guard sends the
+  message alone (A4).
+- The embedding: retrieve.py::handler cuts the query to ``TITAN_QUERY_MAX_BYTES``
+  (money/byte_bound.py::cut_to_bound).
+- Settling: money/ledger_items.py::settlement_items moves the totals by ``actual -
+  reserve`` under ``SETTLES_ONCE``; money/ledger.py::reconcile reports a repeat as
+  ``already_settled``; reconcile.py::handler settles at least S5's ``invokeCostMicros``.
+- Releasing: statemachine/chat.asl.json routes ``NotSent`` and any S4 failure to
+  ReleaseReservation; reconcile.py::handler settles it at ``release_micros`` (the query
+  embedding's bound, the only thing that may have been billed).
+- The memo: money/spent_memo.py::SpentMemo.refuses can only refuse, never admit.
 """
 
 from __future__ import annotations
@@ -66,7 +102,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from ..providers.interface import USAGE_KEYS
-from ..runtime.settings import Settings
+from ..runtime.settings import MICROS_PER_USD, Settings
 from ..text import tokens
 from .byte_bound import MESSAGE_OVERHEAD_TOKENS, fixed_prompt_bound, text_bound
 
@@ -77,6 +113,7 @@ EMBEDDING_OVERHEAD_TOKENS = 8
 EMBEDDING_TOKEN_BOUND = TITAN_QUERY_MAX_BYTES + EMBEDDING_OVERHEAD_TOKENS
 
 GUARDRAIL_UNIT_CHARS = 1000  # Bedrock Guardrails bill per text unit of up to 1,000 characters
+PRICED_UNITS = 1000  # and price them per 1,000 units
 # Grounding in a reserve sized for the byte bound: the budget is in estimated tokens, and
 # English prose runs about 4 bytes per token. Quality only: S5 trims to whatever was paid.
 GROUNDING_BYTES_PER_TOKEN = 4
@@ -167,7 +204,7 @@ def guardrail_unit_bound(s: Settings, guarded_text: str) -> int:
     return math.ceil(text_bound(guarded_text) / GUARDRAIL_UNIT_CHARS) * s.guardrail_policy_count
 
 
-def reserve_micros(s: Settings) -> int:
+def largest_reserve_micros(s: Settings) -> int:
     """The largest reserve any accepted message can make: ``max_input_tokens`` of input and
     the longest guarded message. Ops use it for "the most one message can cost"."""
     longest = "\U0010ffff" * s.message_max_chars  # 4 bytes a character: the largest bound
@@ -229,7 +266,7 @@ def release_micros(s: Settings) -> int:
 
 def _guardrail_unit_price(s: Settings) -> Decimal:
     # USD per 1,000 units -> micro-USD per unit.
-    return s.price_guardrail_per_1k_units * Decimal(1000)
+    return s.price_guardrail_per_1k_units * (MICROS_PER_USD // PRICED_UNITS)
 
 
 def _count(usage: Mapping[str, object], key: str) -> int:

@@ -10,7 +10,7 @@ from steps.lib.money import ledger
 from steps.lib.runtime.errors import DependencyUnavailable, ReconcileError
 from tests.steps.conftest import Serialised
 
-from .ledger_helpers import DAY, MONTH, NOW, race, reserve, totals
+from .ledger_helpers import BIG, DAY, MONTH, NOW, race, reserve, totals
 
 
 def test_keys_match_the_design():
@@ -234,7 +234,7 @@ def test_dynamodb_failures_become_dependency_unavailable(aws, code):
         calls_before = client.calls
         assert reserve(aws, "r", client=client, pace=pace) == ledger.Refusal("contention")
         assert client.calls - calls_before > 3
-        assert sum(slept) <= ledger.RESERVE_BACKOFF.budget_seconds
+        assert sum(slept) <= ledger.RESERVATION_BACKOFF.budget_seconds
     else:
         with pytest.raises(DependencyUnavailable):
             reserve(aws, "r", client=client)
@@ -292,3 +292,24 @@ def test_a_transaction_conflict_is_tried_again(aws):
         )
         assert isinstance(reserve(aws, "r", client=client), ledger.Reservation)
         stub.assert_no_pending_responses()
+
+
+def _key_of(item):
+    (request,) = item.values()
+    return request.get("Key") or {k: request["Item"][k] for k in ("pk", "sk")}
+
+
+def test_the_item_names_follow_each_transaction_s_order():
+    """Cancellation reasons are read by these names, so each name must sit at its item."""
+    from steps.lib.money import ledger_items
+
+    reservation = ledger.Reservation("r1", 100, DAY, MONTH, "v1", shard=0)
+    written = {
+        "day": ledger.day_key(DAY), "month": ledger.month_key(MONTH),
+        "visitor": ledger.visitor_key("v1", DAY), "reservation": ledger.reservation_key("r1"),
+        "mode": ledger.MODE_KEY,
+    }  # fmt: skip
+    reserving = ledger_items.reservation_items("t", "r1", "v1", DAY, 100, BIG, NOW)
+    settling = ledger_items.settlement_items("t", reservation, 50, NOW)
+    assert [_key_of(i) for i in reserving] == [written[n] for n in ledger_items.RESERVATION_ITEMS]
+    assert [_key_of(i) for i in settling] == [written[n] for n in ledger_items.SETTLEMENT_ITEMS]

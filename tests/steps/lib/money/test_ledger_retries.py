@@ -88,7 +88,7 @@ def test_reserve_retries_conflicts_and_throttles_with_full_jitter(aws):
         ceilings=ledger.Ceilings(10**6, 10**6, 10**6), now=NOW, pace=fake.pace,
     )  # fmt: skip
     assert isinstance(out, ledger.Reservation) and client.calls == 4
-    b = ledger.RESERVE_BACKOFF
+    b = ledger.RESERVATION_BACKOFF
     expected = [d * min(b.cap_seconds, b.base_seconds * 2**n) for n, d in enumerate(fake.draws, 1)]
     assert fake.sleeps == pytest.approx(expected) and len(fake.sleeps) == 3
     assert totals(aws) == (100, 100, 100)  # written once
@@ -102,7 +102,7 @@ def test_reserve_out_of_retries_is_a_contention_refusal_within_its_budget(aws):
         ceilings=ledger.Ceilings(10**6, 10**6, 10**6), now=NOW, pace=fake.pace,
     )  # fmt: skip
     assert out == ledger.Refusal("contention")
-    assert sum(fake.sleeps) <= ledger.RESERVE_BACKOFF.budget_seconds
+    assert sum(fake.sleeps) <= ledger.RESERVATION_BACKOFF.budget_seconds
     assert client.calls > 5  # it did keep trying
     assert aws.count_items() == 0  # nothing was written
 
@@ -187,7 +187,7 @@ def test_the_jitter_is_drawn_at_call_time_from_the_os(aws, monkeypatch):
 
 @pytest.mark.parametrize(
     ("state", "backoff"),
-    [("CostGate", ledger.RESERVE_BACKOFF), ("Reconcile", ledger.SETTLE_BACKOFF)],
+    [("CostGate", ledger.RESERVATION_BACKOFF), ("Reconcile", ledger.SETTLE_BACKOFF)],
 )
 def test_each_retry_budget_fits_well_inside_its_step_timeout(state, backoff):
     # Half the timeout at most: the rest is for a cold start and the last attempt itself.

@@ -149,7 +149,7 @@ def test_a_release_costs_at_most_the_embedding_and_less_than_any_reserve():
 
 
 def test_the_largest_reserve_bounds_every_request_reserve():
-    longest = pricing.reserve_micros(GUARDED)
+    longest = pricing.largest_reserve_micros(GUARDED)
     for message in ("x", "\U0001f600" * 1000, "y" * 2000):
         for metering in ("bytes", "count_tokens"):
             reserve = pricing.reserve_for(
