@@ -1,9 +1,13 @@
 """The error hierarchy of every step.
 
-A class name here is what the state machine's ``ErrorEquals`` matches (Lambda reports an
-unhandled exception's class name as the error type), so a test checks that every name the
-ASL mentions exists below. Expected outcomes (forbidden, limited, degraded) are result
-values, never exceptions: an exception always means "fail closed".
+Lambda reports an unhandled exception's class name as the error type, which is what an
+ASL ``ErrorEquals`` matches. The ASL routes on one class by name: ``NotSent`` from Invoke
+goes to ReleaseReservation (nothing was sent, so the reservation is released). Every other
+class here falls to ``States.ALL`` and fails closed; its name still reaches the execution's
+``$.failure`` and the step's log, so it says what went wrong. tests/test_stage_table.py
+fails if the ASL names a class that is not defined below. Expected outcomes (forbidden,
+limited, degraded) are result values, never exceptions: an exception always means "fail
+closed".
 """
 
 from __future__ import annotations
