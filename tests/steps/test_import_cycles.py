@@ -105,3 +105,15 @@ def test_the_check_finds_a_circle_put_back_into_the_real_tree(tmp_path: Path) ->
     cycle = find_cycle(import_graph(tmp_path))
     assert cycle is not None
     assert "steps.lib.providers.interface" in cycle and "steps.lib.providers.models" in cycle
+
+
+def test_the_library_packages_import_nothing_themselves() -> None:
+    """A package ``__init__`` that re-exported its modules would load all of them (numpy
+    through the embedders) for a gate step that needs one: they hold a docstring only."""
+    inits = sorted((ROOT / "steps" / "lib").glob("*/__init__.py"))
+    assert len(inits) == 6
+    for init in inits:
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        body = [node for node in tree.body if not isinstance(node, ast.Expr)]
+        assert body == [], f"{init.parent.name}/__init__.py runs code"
+        assert ast.get_docstring(tree), f"{init.parent.name}/__init__.py says nothing"
