@@ -1,4 +1,4 @@
-"""Writing the knowledge artifact (the format itself lives in steps/lib/knowledge.py).
+"""Writing the knowledge artifact (the format itself lives in steps/lib/grounding/knowledge.py).
 
 The three files are written into a fresh temporary directory beside the output and then
 swapped in, so a failed or interrupted build never leaves a half-written artifact for
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from steps.lib.knowledge import (
+from steps.lib.grounding.knowledge import (
     LEXICAL_FILE,
     MATRIX_FILE,
     METADATA_FILE,

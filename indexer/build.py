@@ -9,7 +9,7 @@ from typing import Protocol
 
 import numpy as np
 
-from steps.lib.knowledge import Chunk, chunk_document
+from steps.lib.grounding.knowledge import Chunk, chunk_document
 
 from .artifact import write_artifact
 from .chunking import chunk_page

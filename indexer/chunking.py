@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from steps.lib.knowledge import Chunk, chunk_document
-from steps.lib.tokens import count_tokens
+from steps.lib.grounding.knowledge import Chunk, chunk_document
+from steps.lib.text.tokens import count_tokens
 
 from .pages import Page
 from .plaintext import inline_text, markdown_to_text

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from steps.lib.settings import DEFAULT_KNOWLEDGE_DIR
+from steps.lib.runtime.settings import DEFAULT_KNOWLEDGE_DIR
 
 from .build import BuildError, BuildReport, Embedder, build
 from .policy import IndexPolicy
@@ -73,7 +73,7 @@ def policy_from(args: argparse.Namespace) -> IndexPolicy:
 
 def make_embedder(args: argparse.Namespace) -> Embedder:
     if args.embedder == "hashing":
-        from steps.lib.hashing_embedder import HashingEmbedder
+        from steps.lib.providers.hashing_embedder import HashingEmbedder
 
         return HashingEmbedder(args.dimensions)
     import boto3

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from steps.lib.knowledge import Chunk
-from steps.lib.settings import cdk_context
+from steps.lib.grounding.knowledge import Chunk
+from steps.lib.runtime.settings import cdk_context
 
 CONTEXT_KEY = "chatguard/index"
 

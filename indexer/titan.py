@@ -27,7 +27,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from steps.lib.knowledge import bedrock_embedder_id
+from steps.lib.grounding.knowledge import bedrock_embedder_id
 
 MODEL_ID = "amazon.titan-embed-text-v2:0"
 RETRYABLE = frozenset({"ThrottlingException", "ServiceUnavailableException"})

@@ -14,7 +14,7 @@ from infra import config as deploy_config
 from infra.index_check import STAND_IN_CONTEXT
 from infra.stacks.chat_stack import ChatStack
 from infra.stacks.edge_stack import EdgeStack
-from steps.lib.settings import cdk_context
+from steps.lib.runtime.settings import cdk_context
 
 BLOCKS = ("chatguard", "chatguard/edge", "chatguard/ops")
 # Changes per synth by default, so every deploy re-reads the origin secret (see secrets.py).

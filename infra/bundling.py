@@ -40,7 +40,7 @@ import jsii
 from aws_cdk import aws_lambda as lambda_
 
 from infra.index_check import REBUILD, BuiltIndex
-from steps.lib.knowledge import ARTIFACT_FILES
+from steps.lib.grounding.knowledge import ARTIFACT_FILES
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS_DIR = ROOT / "steps"

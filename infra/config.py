@@ -15,8 +15,8 @@ from decimal import Decimal
 from typing import Any
 
 from local.cors import OriginError, check_origins
-from steps.lib.settings import Settings, cdk_context
-from steps.lib.stages import BY_STATE, STAGES
+from steps.lib.runtime.settings import Settings, cdk_context
+from steps.lib.runtime.stages import BY_STATE, STAGES
 
 EDGE_REGION = "us-east-1"  # CLOUDFRONT-scope web ACLs exist only there
 WAF_WINDOWS = (60, 120, 300, 600)

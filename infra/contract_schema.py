@@ -1,6 +1,6 @@
 """The request body schema of the HTTP contract, as API Gateway's model needs it.
 
-steps/lib/openapi.json is the contract; API Gateway models are JSON Schema draft 4 with no
+steps/lib/request/openapi.json is the contract; API Gateway models are JSON Schema draft 4 with no
 ``#/components`` to point at, so every ``$ref`` is inlined here.
 """
 
@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-OPENAPI = Path(__file__).resolve().parents[1] / "steps" / "lib" / "openapi.json"
+OPENAPI = Path(__file__).resolve().parents[1] / "steps" / "lib" / "request" / "openapi.json"
 DRAFT4 = "http://json-schema.org/draft-04/schema#"
 REF_PREFIX = "#/components/schemas/"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from steps.lib.knowledge import bedrock_embedder_id
+from steps.lib.grounding.knowledge import bedrock_embedder_id
 
 STAND_IN_CONTEXT = "chatguard/stand_in_index"
 REBUILD = "chatguard index SITE_DIR --out build/knowledge --embedder titan"

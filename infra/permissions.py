@@ -13,7 +13,7 @@ from aws_cdk import Aws, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from steps.lib.model_ids import foundation_model_id, split_profile
+from steps.lib.providers.model_ids import foundation_model_id, split_profile
 
 
 def items(

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from ops import mode, rotate, spend
-from steps.lib.errors import ChatguardError
+from steps.lib.runtime.errors import ChatguardError
 
 from .tracing import Trace, recorder
 
@@ -106,7 +106,7 @@ class _LocalEdge:
 
     def wait(self) -> None:
         # Offline, "wait out every container's secret cache" is: empty this process's cache.
-        from steps.lib import secrets
+        from steps.lib.runtime import secrets
 
         secrets.cache_clear()
 

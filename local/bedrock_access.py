@@ -1,8 +1,8 @@
 """`--model bedrock`: the real Bedrock clients for the local runtime, checked before start.
 
 The local state machine, ledger and secrets stay on moto; only the model seams reach AWS,
-through the same adapters as deployed (steps/lib/bedrock.py) and a client configured like
-steps/lib/clients.py's (explicit timeouts, no retries: one reservation pays for one call).
+through the same adapters as deployed (steps/lib/providers/bedrock.py) and a client configured like
+steps/lib/runtime/clients.py's (explicit timeouts, no retries: one reservation pays for one call).
 
 The session is opened here, before the runtime starts: moto replaces the environment's
 credentials with fakes while it runs, so the user's own chain (``--profile``, environment,
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from steps.lib.settings import Settings
+from steps.lib.runtime.settings import Settings
 
 # Cross-Region inference profile prefixes: the foundation model is the id without them.
 GEO_PREFIXES = ("global", "us", "us-gov", "eu", "apac", "jp", "au", "ca")

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ops.aws import edge_context
-from steps.lib.errors import SettingsError
-from steps.lib.settings import ENV_PREFIX, Settings, cdk_context
+from steps.lib.runtime.errors import SettingsError
+from steps.lib.runtime.settings import ENV_PREFIX, Settings, cdk_context
 
 DEFAULT_IP = "192.0.2.1"  # a documentation address: the local visitor
 EXIT_USAGE = 2

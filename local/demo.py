@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from decimal import Decimal
 
-from steps.lib.settings import Settings
+from steps.lib.runtime.settings import Settings
 
 from .render import outcome_text
 from .runtime import LocalRuntime, Outcome

@@ -15,10 +15,10 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from steps.lib.contract import validate_request
-from steps.lib.edge_blocks import BLOCK_STATUS, SIZE_BLOCKED
-from steps.lib.errors import BadRequest
-from steps.lib.settings import Settings
+from steps.lib.request.contract import validate_request
+from steps.lib.request.edge_blocks import BLOCK_STATUS, SIZE_BLOCKED
+from steps.lib.runtime.errors import BadRequest
+from steps.lib.runtime.settings import Settings
 
 MAX_TRACKED_ADDRESSES = 50_000
 

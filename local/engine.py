@@ -36,7 +36,7 @@ from typing import Any
 import boto3
 
 from statemachine import loader
-from steps.lib.stages import STAGES, Stage
+from steps.lib.runtime.stages import STAGES, Stage
 
 from . import dynamo_tx
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from decimal import ROUND_CEILING, Decimal
 
-from steps.lib.pricing import reserve_micros
-from steps.lib.settings import Settings
+from steps.lib.money.pricing import largest_reserve_micros
+from steps.lib.runtime.settings import Settings
 
 
 def usd(micros: int) -> str:
@@ -18,7 +18,7 @@ def usd(micros: int) -> str:
 def admitted(s: Settings) -> dict[str, int]:
     """Worst-case messages each cap admits (a message is admitted only if its whole
     reservation fits), and the visitor's message limit."""
-    reserve = reserve_micros(s)
+    reserve = largest_reserve_micros(s)
     return {
         "reserve_micros": reserve,
         "day": s.daily_ceiling_micros // reserve,
@@ -42,7 +42,7 @@ def summary(s: Settings) -> list[str]:
 
 
 def warnings(s: Settings) -> list[str]:
-    reserve = reserve_micros(s)
+    reserve = largest_reserve_micros(s)
     found = []
     if s.daily_ceiling_micros < reserve:
         found.append(

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from steps.lib.errors import KnowledgeError
-from steps.lib.settings import Settings
+from steps.lib.runtime.errors import KnowledgeError
+from steps.lib.runtime.settings import Settings
 
 
 def embedder_id(settings: Settings) -> str:
     """The id of the query embedder the settings choose, without building a client."""
     if settings.model_backend == "offline":
-        from steps.lib.hashing_embedder import HashingEmbedder
+        from steps.lib.providers.hashing_embedder import HashingEmbedder
 
         return HashingEmbedder(settings.embedding_dimensions).id
-    from steps.lib.knowledge import bedrock_embedder_id
+    from steps.lib.grounding.knowledge import bedrock_embedder_id
 
     return bedrock_embedder_id(settings.embedding_model_id, settings.embedding_dimensions)
 
@@ -37,7 +37,7 @@ def knowledge_problem(
     settings: Settings, site: Path | None = None, region: str | None = None
 ) -> str | None:
     """Why the index at settings.knowledge_dir cannot answer, with the command that fixes it."""
-    from steps.lib.knowledge import load_knowledge
+    from steps.lib.grounding.knowledge import load_knowledge
 
     directory = Path(settings.knowledge_dir)
     try:

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from steps.lib.stages import STAGES
+from steps.lib.runtime.stages import STAGES
 
 from .engine import Finished
 from .tracing import StepRecord

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from steps.lib.edge_blocks import RATE_BLOCKED
+from steps.lib.request.edge_blocks import RATE_BLOCKED
 
 from . import cors
 from .edge import EdgeRefusal, RateRule, address_key, parse_body, socket_address

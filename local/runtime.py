@@ -21,9 +21,9 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from steps.lib.secrets import SecretValue, render_secret
-from steps.lib.settings import Settings
-from steps.lib.stages import STAGES, Stage
+from steps.lib.runtime.secrets import SecretValue, render_secret
+from steps.lib.runtime.settings import Settings
+from steps.lib.runtime.stages import STAGES, Stage
 
 from .edge import socket_address
 from .engine import Engine
@@ -240,7 +240,7 @@ class LocalRuntime:
 
     def _count_model_calls(self) -> None:
         """Wrap the two model seams so tests can assert how many billable calls ran."""
-        from steps.lib import models
+        from steps.lib.providers import models
 
         for seam, counter in (("responder", "model"), ("query_embedder", "embedding")):
             original = getattr(models, seam)
@@ -252,7 +252,7 @@ class LocalRuntime:
         with the user's real client instead of one on moto's fake credentials."""
         if self._bedrock_client is None:
             return
-        from steps.lib import clients
+        from steps.lib.runtime import clients
 
         # CountTokens too: the same credentials (its own short-timeout client is an AWS
         # deployment's concern; locally a slow count only delays the answer).
@@ -275,7 +275,7 @@ class LocalRuntime:
             # A missing handler fails its executions closed, as on Lambda.
             with contextlib.suppress(ImportError):
                 self._handler(stage)
-        from steps.lib import clients
+        from steps.lib.runtime import clients
 
         clients.dynamodb()
         clients.ssm()
@@ -310,6 +310,6 @@ class _Counted:
 
 
 def _reset_caches() -> None:
-    from steps.lib import caches
+    from steps.lib.runtime import caches
 
     caches.reset_all()

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from steps.lib import observability
+from steps.lib.runtime import observability
 
 
 @dataclass(frozen=True, slots=True)

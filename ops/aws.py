@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from steps.lib.settings import Settings, cdk_context
+from steps.lib.runtime.settings import Settings, cdk_context
 
 DEFAULT_STACK = "ChatguardChat"  # infra/application.py CHAT_STACK
 API_STAGE = "prod"  # infra/blocks/chat_api.py STAGE

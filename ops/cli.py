@@ -217,7 +217,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _verify_target(args: argparse.Namespace) -> verify.Target:
-    from steps.lib.pricing import reserve_micros
+    from steps.lib.money.pricing import largest_reserve_micros
 
     s = project_settings()
     limit = int(edge_context().get("waf_rate_limit", 20))
@@ -231,7 +231,7 @@ def _verify_target(args: argparse.Namespace) -> verify.Target:
     edge = _chat_url(args.url or aws.output("SiteUrl"))
     origin = _chat_url(args.origin_url) if args.origin_url else api_chat_url(aws)
     # WAF counts per window and acts within tens of seconds: spread the burst over ~90 s.
-    return verify.Target(edge, origin, args.burst or 3 * limit, 90.0, reserve_micros(s))
+    return verify.Target(edge, origin, args.burst or 3 * limit, 90.0, largest_reserve_micros(s))
 
 
 def _chat_url(base: str) -> str:
@@ -241,12 +241,12 @@ def _chat_url(base: str) -> str:
 
 def _local_reserve(base: str, s: Any) -> int:
     """The local server's own worst case per message (its ceilings may differ from cdk.json)."""
-    from steps.lib.pricing import reserve_micros
+    from steps.lib.money.pricing import largest_reserve_micros
 
     try:
         return int(_admin(base, "GET", "/_admin/spend")["reserve_micros"])
     except (OpsError, OSError, KeyError, ValueError):
-        return reserve_micros(s)
+        return largest_reserve_micros(s)
 
 
 def _budget_filter(aws: Aws, budget_name: str | None) -> tuple[list[str], str]:

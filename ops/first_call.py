@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from steps.lib.settings import Settings
+from steps.lib.runtime.settings import Settings
 
 PROMPT = "Reply with one word: ready"
 MAX_TOKENS = 1

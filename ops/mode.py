@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any, TypedDict
 
-from steps.lib import ledger
+from steps.lib.money import ledger
 
 
 class ModeReport(TypedDict):

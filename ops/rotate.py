@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from steps.lib.identity import day_of
-from steps.lib.secrets import SecretValue, parse_secret, render_secret
-from steps.lib.settings import Settings
+from steps.lib.request.identity import day_of
+from steps.lib.runtime.secrets import SecretValue, parse_secret, render_secret
+from steps.lib.runtime.settings import Settings
 
 ORIGIN_HEADER = "X-Origin-Verify"
 PARAMETERS = {

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, TypedDict
 
-from steps.lib import ledger
-from steps.lib.identity import day_of
-from steps.lib.settings import MAX_SHARDS, Settings
+from steps.lib.money import ledger
+from steps.lib.request.identity import day_of
+from steps.lib.runtime.settings import MAX_SHARDS, Settings
 
 from .render import table, usd
 
@@ -66,7 +66,7 @@ def collect(
     month: str | None = None,
     now: float | None = None,
 ) -> SpendReport:
-    from steps.lib.pricing import reserve_micros
+    from steps.lib.money.pricing import largest_reserve_micros
 
     now = time.time() if now is None else now
     month = month or ledger.month_of(day)
@@ -103,7 +103,7 @@ def collect(
         month_micros=month_micros,
         month_ceiling_micros=s.monthly_ceiling_micros,
         visitor_ceiling_micros=s.visitor_ceiling_micros,
-        reserve_micros=reserve_micros(s),
+        reserve_micros=largest_reserve_micros(s),
         ceiling_shards=s.ceiling_shards,
         open_reservations=res["open"],
         open_micros=res["open_micros"],

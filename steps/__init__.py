@@ -1,1 +1,1 @@
-"""One Lambda handler module per pipeline stage; see steps/lib/stages.py for the table."""
+"""One Lambda handler module per pipeline stage; see steps/lib/runtime/stages.py for the table."""

@@ -14,17 +14,11 @@ import os
 import time
 from typing import Any
 
-from steps.lib import (
-    clients,
-    init_phase,
-    ledger,
-    model_ids,
-    observability,
-    pricing,
-    prompt,
-    spent_memo,
-)
-from steps.lib.settings import settings
+from steps.lib.money import ledger, pricing, spent_memo
+from steps.lib.providers import model_ids
+from steps.lib.runtime import clients, init_phase, observability
+from steps.lib.runtime.settings import settings
+from steps.lib.text import prompt
 
 init_phase.at_init(clients.dynamodb)  # INIT phase on Lambda; no-op elsewhere
 

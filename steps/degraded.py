@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from steps.lib import init_phase, observability
-from steps.lib.settings import settings
+from steps.lib.runtime import init_phase, observability
+from steps.lib.runtime.settings import settings
 
 
 def _load_index() -> None:
-    from steps.lib import knowledge
+    from steps.lib.grounding import knowledge
 
     knowledge.load_knowledge(settings().knowledge_dir)
 
@@ -27,7 +27,10 @@ NOTHING = (
 
 @observability.instrumented("Degraded")
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    from steps.lib import knowledge, retrieval  # numpy: only the retrieval steps pay for it
+    from steps.lib.grounding import (  # numpy: only the retrieval steps pay for it
+        knowledge,
+        retrieval,
+    )
 
     s, request = settings(), event["request"]
     kb = knowledge.load_knowledge(s.knowledge_dir)

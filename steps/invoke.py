@@ -16,20 +16,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from steps.lib import (
-    clients,
-    identity,
-    init_phase,
-    metering,
-    models,
-    observability,
-    pricing,
-    prompt,
-    secrets,
-    signing,
-)
-from steps.lib.errors import ModelError, NotSent
-from steps.lib.settings import settings
+from steps.lib.money import metering, pricing
+from steps.lib.providers import models
+from steps.lib.request import identity, signing
+from steps.lib.runtime import clients, init_phase, observability, secrets
+from steps.lib.runtime.errors import ModelError, NotSent
+from steps.lib.runtime.settings import settings
+from steps.lib.text import prompt
 
 # INIT phase on Lambda; no-op elsewhere.
 init_phase.at_init(clients.ssm, clients.bedrock_runtime, clients.bedrock_count)

@@ -10,9 +10,10 @@ import hmac
 import time
 from typing import Any
 
-from steps.lib import clients, contract, init_phase, observability, secrets
-from steps.lib.errors import BadRequest
-from steps.lib.settings import Settings, settings
+from steps.lib.request import contract
+from steps.lib.runtime import clients, init_phase, observability, secrets
+from steps.lib.runtime.errors import BadRequest
+from steps.lib.runtime.settings import Settings, settings
 
 init_phase.at_init(clients.ssm)  # INIT phase on Lambda; no-op elsewhere
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from steps.lib import clients, identity, init_phase, ledger, observability, secrets
-from steps.lib.settings import settings
+from steps.lib.money import ledger
+from steps.lib.request import identity
+from steps.lib.runtime import clients, init_phase, observability, secrets
+from steps.lib.runtime.settings import settings
 
 init_phase.at_init(clients.dynamodb, clients.ssm)  # INIT phase on Lambda; no-op elsewhere
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from steps.lib import clients, init_phase, ledger, observability, pricing
-from steps.lib.settings import settings
+from steps.lib.money import ledger, pricing
+from steps.lib.runtime import clients, init_phase, observability
+from steps.lib.runtime.settings import settings
 
 init_phase.at_init(clients.dynamodb)  # INIT phase on Lambda; no-op elsewhere
 

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from steps.lib import byte_bound, init_phase, models, observability, preload, pricing
-from steps.lib.settings import settings
+from steps.lib.grounding import preload
+from steps.lib.money import byte_bound, pricing
+from steps.lib.providers import models
+from steps.lib.runtime import init_phase, observability
+from steps.lib.runtime.settings import settings
 
 init_phase.at_init(preload.retrieval_index)  # INIT phase on Lambda; no-op elsewhere
 
@@ -22,7 +25,10 @@ TOP_MATCHES = 5  # matches added after the current page's chunks (the article's 
 
 @observability.instrumented("Retrieve")
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    from steps.lib import knowledge, retrieval  # numpy: only the retrieval steps pay for it
+    from steps.lib.grounding import (  # numpy: only the retrieval steps pay for it
+        knowledge,
+        retrieval,
+    )
 
     s, request = settings(), event["request"]
     embedder = models.query_embedder(s)

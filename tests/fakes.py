@@ -11,11 +11,11 @@ class CannotCount:
     guardrail, when one is configured, passes every message and reports no units."""
 
     def count_tokens(self, system: str, messages: list[dict[str, Any]]) -> int:
-        from steps.lib.metering import CountUnavailable
+        from steps.lib.money.metering import CountUnavailable
 
         raise CountUnavailable("this fake has no tokenizer")
 
     def guard(self, text: str) -> Any:
-        from steps.lib.models import GuardVerdict
+        from steps.lib.providers.models import GuardVerdict
 
         return GuardVerdict(blocked=False)

@@ -16,7 +16,7 @@ from moto.stepfunctions.parser.asl.static_analyser.express_static_analyser impor
 )
 
 from statemachine import loader
-from steps.lib.stages import STAGES
+from steps.lib.runtime.stages import STAGES
 
 SUBSTITUTIONS = {
     stage.placeholder: f"arn:aws:lambda:us-east-1:123456789012:function:{stage.state}"

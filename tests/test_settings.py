@@ -4,8 +4,8 @@ from decimal import Decimal
 
 import pytest
 
-from steps.lib.errors import SettingsError
-from steps.lib.settings import Settings, cdk_context
+from steps.lib.runtime.errors import SettingsError
+from steps.lib.runtime.settings import Settings, cdk_context
 
 
 def test_defaults_equal_the_cdk_json_context():

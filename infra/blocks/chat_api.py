@@ -137,7 +137,9 @@ class ChatApi(Construct):
             "ChatRequestModel",
             rest_api=self.api,
             content_type=JSON,
-            description="POST /chat body: steps/lib/openapi.json ChatRequest with $refs inlined",
+            description=(
+                "POST /chat body: steps/lib/request/openapi.json ChatRequest with $refs inlined"
+            ),
             schema=apigw.JsonSchema(type=apigw.JsonSchemaType.OBJECT),
         )
         # The typed JsonSchema cannot hold the contract as-is; the generated one replaces it.

@@ -14,7 +14,7 @@ from aws_cdk import aws_wafv2 as wafv2
 from constructs import Construct
 
 from infra.config import EdgeConfig
-from steps.lib.edge_blocks import BLOCK_STATUS, RATE_BLOCKED, SIZE_BLOCKED, body_text
+from steps.lib.request.edge_blocks import BLOCK_STATUS, RATE_BLOCKED, SIZE_BLOCKED, body_text
 
 CHAT_PREFIX = "/chat"
 RATE_RULE = "ChatRateLimit"

@@ -1,6 +1,6 @@
 """Alarms on the funnel's decisions and the dashboard with one row per stage.
 
-Decision metrics are the EMF metrics of steps/lib/observability.py (namespace and service
+Decision metrics are the EMF metrics of steps/lib/runtime/observability.py (namespace and service
 dimension imported from there, so a rename cannot silently orphan an alarm).
 """
 
@@ -16,8 +16,8 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.config import OpsConfig
-from steps.lib.observability import NAMESPACE, SERVICE
-from steps.lib.settings import Settings
+from steps.lib.runtime.observability import NAMESPACE, SERVICE
+from steps.lib.runtime.settings import Settings
 
 from .alarms import FIVE_MINUTES, alarm
 from .pipeline_step import PipelineStep

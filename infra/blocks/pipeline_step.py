@@ -12,7 +12,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from infra import nag
-from steps.lib.stages import Stage
+from steps.lib.runtime.stages import Stage
 
 from .step_alarms import StepAlarms
 

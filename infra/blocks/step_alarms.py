@@ -7,7 +7,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from steps.lib.stages import Stage
+from steps.lib.runtime.stages import Stage
 
 from .alarms import FIVE_MINUTES, alarm
 

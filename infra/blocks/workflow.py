@@ -14,7 +14,7 @@ from constructs import Construct
 
 from infra import nag
 from statemachine import loader
-from steps.lib.stages import STAGES
+from steps.lib.runtime.stages import STAGES
 
 from .alarms import FIVE_MINUTES, alarm
 

@@ -26,9 +26,9 @@ from infra.blocks.workflow import ChatWorkflow
 from infra.bundling import GATE_ASSET, RETRIEVAL_ASSET, index_embedder, step_code
 from infra.config import RETENTION_DAYS, DeployConfig
 from infra.step_wiring import STEP_SETTINGS
-from steps.lib.ledger_items import shard_pks
-from steps.lib.settings import PROJECT_ROOT, Settings
-from steps.lib.stages import STAGES, Stage
+from steps.lib.money.ledger_items import shard_pks
+from steps.lib.runtime.settings import PROJECT_ROOT, Settings
+from steps.lib.runtime.stages import STAGES, Stage
 
 WIDGET_DIR = PROJECT_ROOT / "widget"
 DEMO_PAGE = PROJECT_ROOT / "infra" / "site" / "index.html"

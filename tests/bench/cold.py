@@ -42,10 +42,10 @@ from typing import Any
 
 from infra import bundling
 from statemachine import loader
-from steps.lib import pricing
-from steps.lib.knowledge import bedrock_embedder_id
-from steps.lib.settings import Settings, cdk_context
-from steps.lib.stages import STAGES, Stage
+from steps.lib.grounding.knowledge import bedrock_embedder_id
+from steps.lib.money import pricing
+from steps.lib.runtime.settings import Settings, cdk_context
+from steps.lib.runtime.stages import STAGES, Stage
 from tests.bench import report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -169,7 +169,7 @@ def bench_index(dest: Path) -> Path:
     bedrock-backend check accepts it without a Bedrock call."""
     from indexer.build import build
     from indexer.policy import IndexPolicy
-    from steps.lib.hashing_embedder import HashingEmbedder
+    from steps.lib.providers.hashing_embedder import HashingEmbedder
 
     s = Settings()
 

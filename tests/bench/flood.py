@@ -15,9 +15,9 @@ explains each figure and its source):
 
 Each variant is a ``Policy``: how the reservation and the settlement retry, what S3 answers
 when its retries run out, ``memo_seconds`` (a container remembers a refused shard,
-steps/lib/spent_memo.py) and ``shards`` (N day/month item pairs of ceiling/N each, on N
+steps/lib/money/spent_memo.py) and ``shards`` (N day/month item pairs of ceiling/N each, on N
 partitions). ``AS_BUILT`` takes its figures from the ledger's own constants
-(``ledger.RESERVE_BACKOFF``, ``ledger.SETTLE_BACKOFF``, ``spent_memo.DEFAULT_SECONDS``), so
+(``ledger.RESERVATION_BACKOFF``, ``ledger.SETTLE_BACKOFF``, ``spent_memo.DEFAULT_SECONDS``), so
 the model follows the code. ``naive_check_then_add`` is the unsafe reference
 (read the total, then add without a condition) that shows the overshoot check can fail.
 """
@@ -35,8 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from steps.lib import ledger, pricing, spent_memo
-from steps.lib.settings import Settings, cdk_context
+from steps.lib.money import ledger, pricing, spent_memo
+from steps.lib.runtime.settings import Settings, cdk_context
 from tests.bench import report
 
 SCALING = report.DOC.with_name("scaling.md")
@@ -71,9 +71,9 @@ class Policy:
 
 AS_SHIPPED = Policy("as shipped")
 RETRY_THEN_DEGRADE = Policy(
-    "retry, then degrade", reserve_attempts=ledger.RESERVE_BACKOFF.max_attempts,
+    "retry, then degrade", reserve_attempts=ledger.RESERVATION_BACKOFF.max_attempts,
     reserve_wait="jitter", reserve_retries_throttling=True,
-    reserve_budget_s=ledger.RESERVE_BACKOFF.budget_seconds, exhausted="degraded",
+    reserve_budget_s=ledger.RESERVATION_BACKOFF.budget_seconds, exhausted="degraded",
     settle_attempts=ledger.SETTLE_BACKOFF.max_attempts,
     settle_budget_s=ledger.SETTLE_BACKOFF.budget_seconds,
 )  # fmt: skip
@@ -85,7 +85,7 @@ def wait_before(policy_wait: str, attempt: int, rng: random.Random) -> float:
     """The pause before retry number ``attempt`` (1 = the first retry)."""
     if policy_wait == "linear":
         return rng.uniform(0.005, 0.02) * attempt
-    return ledger.RESERVE_BACKOFF.wait(attempt, rng.random())  # the ledger's full jitter
+    return ledger.RESERVATION_BACKOFF.wait(attempt, rng.random())  # the ledger's full jitter
 
 
 @dataclass
@@ -254,7 +254,7 @@ def simulate(
     policy: Policy, flood: float, ceiling: int, tx: float = TX_SECONDS, seed: int = 13
 ) -> dict[str, Any]:
     rate = flood * DAY_ITEM_CAPACITY
-    reserve = pricing.reserve_micros(Settings())
+    reserve = pricing.largest_reserve_micros(Settings())
     sim = Simulation(policy, rate, ceiling, reserve, seed, tx)
     out = sim.run()
     ledger_total = sum(p.total for p in sim.partitions)
@@ -298,7 +298,7 @@ def scenarios() -> list[tuple[str, int, float, list[Policy]]]:
 
 
 def render(results: list[tuple[str, list[dict[str, Any]]]], seconds: float) -> str:
-    reserve = pricing.reserve_micros(Settings())
+    reserve = pricing.largest_reserve_micros(Settings())
     lines = [
         f"Run by `make bench-flood` (a seeded discrete-event model, not a measurement): "
         f"{platform.python_version()}, {time.strftime('%Y-%m-%d')}, {ARRIVAL_SECONDS:.0f} s "

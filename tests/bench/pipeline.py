@@ -70,8 +70,8 @@ def _percentile(values: list[float], q: float) -> float:
 def bench_engine() -> dict[str, Any]:
     from local.render import quiet_logs
     from local.runtime import LocalRuntime
-    from steps.lib import clients
-    from steps.lib.settings import Settings
+    from steps.lib.runtime import clients
+    from steps.lib.runtime.settings import Settings
 
     settings = Settings().replace(
         model_backend="offline", daily_ceiling_usd="1000", monthly_ceiling_usd="1000"
@@ -138,7 +138,7 @@ def _import_once(module: str) -> dict[str, Any]:
 
 def bench_imports() -> dict[str, dict[str, Any]]:
     """Cold import medians; the modules are measured interleaved, round by round."""
-    from steps.lib.stages import STAGES
+    from steps.lib.runtime.stages import STAGES
 
     modules = [
         "boto3",
@@ -233,7 +233,7 @@ def render(engine: dict[str, Any], imports: dict[str, dict[str, Any]]) -> str:
 
 
 def _imports_text(imports: dict[str, dict[str, Any]]) -> str:
-    from steps.lib.stages import STAGES
+    from steps.lib.runtime.stages import STAGES
 
     base = imports["boto3"]
     lines = [

@@ -15,12 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from steps.lib.followup import Query, follow_up_query, plain_query
-from steps.lib.hashing_embedder import HashingEmbedder
-from steps.lib.knowledge import Chunk, Knowledge, chunk_document
-from steps.lib.offline import compose_reply
-from steps.lib.prompt import system_text
-from steps.lib.retrieval import (
+from steps.lib.grounding.followup import Query, follow_up_query, plain_query
+from steps.lib.grounding.knowledge import Chunk, Knowledge, chunk_document
+from steps.lib.grounding.retrieval import (
     K1,
     LEXICAL_WEIGHT,
     PAGE_WEIGHT,
@@ -33,8 +30,11 @@ from steps.lib.retrieval import (
     scores,
     select_grounding,
 )
-from steps.lib.settings import Settings
-from steps.lib.tokens import terms
+from steps.lib.providers.hashing_embedder import HashingEmbedder
+from steps.lib.providers.offline import compose_reply
+from steps.lib.runtime.settings import Settings
+from steps.lib.text.prompt import system_text
+from steps.lib.text.tokens import terms
 from steps.retrieve import TOP_MATCHES, _sources
 
 Scorer = Callable[[Knowledge, np.ndarray, Query], np.ndarray]

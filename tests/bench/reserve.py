@@ -33,7 +33,8 @@ DAY_USD = 1
 
 
 def _estimate(system: str, messages: list[dict[str, Any]]) -> int:
-    from steps.lib import byte_bound, tokens
+    from steps.lib.money import byte_bound
+    from steps.lib.text import tokens
 
     texts = [t for m in messages for t in byte_bound.message_texts(m)]
     framing = byte_bound.REQUEST_OVERHEAD_TOKENS + byte_bound.MESSAGE_OVERHEAD_TOKENS * len(
@@ -53,8 +54,9 @@ def _grounding(question: dict[str, Any]) -> list[dict[str, str]]:
 
 def measure(metering_name: str) -> list[tuple[int, int]]:
     """(reserve, modelled actual) in micro-USD for every sample question."""
-    from steps.lib import metering, pricing, prompt
-    from steps.lib.settings import Settings
+    from steps.lib.money import metering, pricing
+    from steps.lib.runtime.settings import Settings
+    from steps.lib.text import prompt
 
     s = Settings(model_backend="offline")
     questions = json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]

@@ -27,9 +27,8 @@ import numpy as np
 from indexer.artifact import write_artifact
 from indexer.build import build
 from indexer.policy import IndexPolicy
-from steps.lib.followup import EARLIER_TURN_WEIGHT
-from steps.lib.hashing_embedder import HashingEmbedder
-from steps.lib.knowledge import (
+from steps.lib.grounding.followup import EARLIER_TURN_WEIGHT
+from steps.lib.grounding.knowledge import (
     Chunk,
     Knowledge,
     build_knowledge,
@@ -38,8 +37,9 @@ from steps.lib.knowledge import (
     load_knowledge,
     widen,
 )
-from steps.lib.retrieval import CURRENT_PAGE_WEIGHT, K1, B, cosines, rank
-from steps.lib.tokens import terms
+from steps.lib.grounding.retrieval import CURRENT_PAGE_WEIGHT, K1, B, cosines, rank
+from steps.lib.providers.hashing_embedder import HashingEmbedder
+from steps.lib.text.tokens import terms
 from tests.bench import corpora, quality, report
 
 ROOT = Path(__file__).resolve().parents[2]

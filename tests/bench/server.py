@@ -32,7 +32,7 @@ from local.routes import EdgeOptions
 from local.runtime import LocalRuntime
 from local.server import serve_in_thread
 from local.stdlib_server import stdlib_serve_in_thread
-from steps.lib.settings import Settings
+from steps.lib.runtime.settings import Settings
 from tests.bench import report
 from tests.load import LoadResult, burst
 

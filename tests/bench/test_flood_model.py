@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from steps.lib.settings import Settings
+from steps.lib.runtime.settings import Settings
 from tests.bench import flood
 
 DAY = Settings().daily_ceiling_micros

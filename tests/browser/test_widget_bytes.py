@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, Route, expect
 
-from steps.lib.edge_blocks import RATE_BLOCKED, SIZE_BLOCKED, body_text
-from steps.lib.settings import cdk_context
+from steps.lib.request.edge_blocks import RATE_BLOCKED, SIZE_BLOCKED, body_text
+from steps.lib.runtime.settings import cdk_context
 
 from .widget import Widget
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from steps.lib import knowledge
+from steps.lib.grounding import knowledge
 
 SAMPLE_SITE = Path(__file__).resolve().parents[2] / "examples" / "site"
 

@@ -9,9 +9,9 @@ import pytest
 from indexer.artifact import write_artifact
 from indexer.build import build
 from indexer.policy import IndexPolicy
-from steps.lib.errors import KnowledgeError
-from steps.lib.hashing_embedder import HashingEmbedder
-from steps.lib.knowledge import Chunk, chunk_document, load_knowledge, seal, widen
+from steps.lib.grounding.knowledge import Chunk, chunk_document, load_knowledge, seal, widen
+from steps.lib.providers.hashing_embedder import HashingEmbedder
+from steps.lib.runtime.errors import KnowledgeError
 
 from .conftest import SAMPLE_SITE
 

@@ -11,8 +11,8 @@ import pytest
 from indexer import cli
 from indexer.build import ForbiddenContent, collect, plan
 from indexer.policy import IndexPolicy, term_pattern
-from steps.lib.knowledge import load_knowledge
-from steps.lib.settings import cdk_context
+from steps.lib.grounding.knowledge import load_knowledge
+from steps.lib.runtime.settings import cdk_context
 
 from .conftest import SAMPLE_SITE
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from indexer.chunking import chunk_page, paragraphs
 from indexer.pages import parse_page
-from steps.lib.tokens import count_tokens
+from steps.lib.text.tokens import count_tokens
 
 PROSE = "Rate limits stop one address from hammering an endpoint. " * 6
 

@@ -127,7 +127,7 @@ def test_chatguard_index_with_titan_builds_and_reuses_its_cache(
     import boto3
 
     from indexer import cli
-    from steps.lib.knowledge import load_knowledge
+    from steps.lib.grounding.knowledge import load_knowledge
 
     from .conftest import SAMPLE_SITE
 

@@ -47,7 +47,7 @@ class Synth:
 def deploy_context() -> dict[str, Any]:
     from infra.application import READ_NONCE_KEY
     from infra.index_check import STAND_IN_CONTEXT
-    from steps.lib.settings import cdk_context
+    from steps.lib.runtime.settings import cdk_context
 
     ctx = copy.deepcopy(cdk_context())
     ctx["chatguard/ops"].update(
@@ -92,7 +92,7 @@ def _template(outdir: Path, name: str) -> dict[str, Any]:
 
 def function_of(synth: Synth, state: str) -> tuple[str, dict[str, Any]]:
     """The Lambda resource (logical id, resource) of one pipeline step."""
-    from steps.lib.stages import BY_STATE
+    from steps.lib.runtime.stages import BY_STATE
 
     stage = BY_STATE[state]
     wanted = f"chatguard {stage.key} {stage.state}"

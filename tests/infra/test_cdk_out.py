@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from infra.bundling import GATE_ASSET, RETRIEVAL_ASSET
-from steps.lib.knowledge import ARTIFACT_FILES
+from steps.lib.grounding.knowledge import ARTIFACT_FILES
 from tests.infra.conftest import function_of
 
 pytestmark = pytest.mark.infra

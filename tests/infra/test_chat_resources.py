@@ -9,8 +9,8 @@ from aws_cdk.assertions import Match
 
 from infra.step_wiring import STEP_SETTINGS
 from statemachine import loader
-from steps.lib.settings import ENV_PREFIX
-from steps.lib.stages import STAGES
+from steps.lib.runtime.settings import ENV_PREFIX
+from steps.lib.runtime.stages import STAGES
 from tests.infra.conftest import INVOKE_CONCURRENCY, function_of
 
 pytestmark = pytest.mark.infra

@@ -11,7 +11,7 @@ import pytest
 
 from infra import bundling
 from infra import config as deploy_config
-from steps.lib.stages import STAGES
+from steps.lib.runtime.stages import STAGES
 from tests.infra.conftest import function_of
 
 # The timeouts' order (step < workflow < integration < CloudFront) is test_timeout_order.py.

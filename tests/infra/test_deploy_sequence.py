@@ -23,9 +23,9 @@ import pytest
 
 from indexer.build import build as build_index
 from indexer.policy import IndexPolicy
-from steps.lib.hashing_embedder import HashingEmbedder
-from steps.lib.knowledge import bedrock_embedder_id
-from steps.lib.settings import PROJECT_ROOT, cdk_context
+from steps.lib.grounding.knowledge import bedrock_embedder_id
+from steps.lib.providers.hashing_embedder import HashingEmbedder
+from steps.lib.runtime.settings import PROJECT_ROOT, cdk_context
 
 pytestmark = [pytest.mark.infra, pytest.mark.slow]
 

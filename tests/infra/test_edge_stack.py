@@ -29,7 +29,7 @@ def _json_block(key: str) -> dict:
 
 
 def test_every_block_on_the_chat_route_answers_json_the_widget_knows(synth):
-    from steps.lib.edge_blocks import RATE_BLOCKED, SIZE_BLOCKED
+    from steps.lib.request.edge_blocks import RATE_BLOCKED, SIZE_BLOCKED
 
     (acl,) = synth.resources("AWS::WAFv2::WebACL", stack="edge").values()
     props = acl["Properties"]

@@ -149,7 +149,7 @@ def test_reconcile_only_settles_reservations_and_totals(synth):
 
 
 def test_sharded_totals_widen_the_scope_to_their_own_keys_only():
-    from steps.lib.ledger_items import day_key, shard_pks
+    from steps.lib.money.ledger_items import day_key, shard_pks
 
     assert shard_pks(1) == ["GLOBAL"]  # the shipped default: the grants above
     assert shard_pks(3) == ["GLOBAL", "GLOBAL#1", "GLOBAL#2"]

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from infra.step_wiring import PRICING, STEP_SETTINGS
-from steps.lib.settings import Settings
-from steps.lib.stages import STAGES
+from steps.lib.runtime.settings import Settings
+from steps.lib.runtime.stages import STAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 FIELDS = {f.name for f in fields(Settings)}

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from infra import config as deploy_config
-from steps.lib.stages import STAGES
+from steps.lib.runtime.stages import STAGES
 
 from .conftest import deploy_context, function_of
 

@@ -15,7 +15,7 @@ from local.routes import EdgeOptions
 from local.runtime import LocalRuntime, Outcome
 from local.server import ChatServer, serve_in_thread
 from local.wire import Contention
-from steps.lib.settings import DEFAULT_KNOWLEDGE_DIR, PROJECT_ROOT, Settings
+from steps.lib.runtime.settings import DEFAULT_KNOWLEDGE_DIR, PROJECT_ROOT, Settings
 from tests.clock import at, pin
 
 QUESTION = {"message": "How does the WAF rate-based rule protect the chat?"}
@@ -31,7 +31,7 @@ def knowledge_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         return DEFAULT_KNOWLEDGE_DIR
     from indexer.build import build
     from indexer.policy import IndexPolicy
-    from steps.lib.hashing_embedder import HashingEmbedder
+    from steps.lib.providers.hashing_embedder import HashingEmbedder
 
     out = tmp_path_factory.mktemp("knowledge")
     policy = IndexPolicy.from_context()

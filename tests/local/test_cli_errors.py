@@ -20,7 +20,7 @@ from local import commands
 from local.cli import main
 from local.routes import Dispatcher, EdgeOptions, Request
 from local.runtime import LocalRuntime
-from steps.lib.hashing_embedder import HashingEmbedder
+from steps.lib.providers.hashing_embedder import HashingEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
 

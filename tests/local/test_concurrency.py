@@ -17,7 +17,7 @@ import pytest
 
 from local.runtime import LocalRuntime, Outcome
 from local.wire import Contention
-from steps.lib import ledger, pricing
+from steps.lib.money import ledger, pricing
 
 from .conftest import QUESTION, all_at_once, day_total, items_by_key, number, reservations
 
@@ -38,7 +38,7 @@ def _tiny_ceiling_runtime(
     make_runtime: Callable[..., LocalRuntime], **options: Any
 ) -> LocalRuntime:
     probe = make_runtime()
-    reserve = pricing.reserve_micros(probe.settings)
+    reserve = pricing.largest_reserve_micros(probe.settings)
     probe.close()
     ceiling_usd = f"{3.5 * reserve / 1_000_000:.6f}"
     # Every answered message is billed at the worst the provider could bill for what was

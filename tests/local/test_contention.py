@@ -11,7 +11,7 @@ import pytest
 
 from local.runtime import LocalRuntime
 from local.wire import Contention, error_response
-from steps.lib import ledger
+from steps.lib.money import ledger
 
 from .conftest import QUESTION, reservations
 
@@ -65,8 +65,9 @@ def test_a_release_under_contention_retries_until_it_lands(
 ) -> None:
     # ReleaseReservation (S4 failed before any model call) is the same settlement, with
     # release: true; every settlement item meets a conflict half the time.
-    from steps.lib import models, pricing
-    from steps.lib.errors import EmbeddingError
+    from steps.lib.money import pricing
+    from steps.lib.providers import models
+    from steps.lib.runtime.errors import EmbeddingError
 
     class Failing:
         def __init__(self, s: object) -> None:

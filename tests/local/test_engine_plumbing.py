@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from local.runtime import LocalRuntime
-from steps.lib.settings import Settings
+from steps.lib.runtime.settings import Settings
 
 from .conftest import ANSWERED_PATH
 

@@ -60,7 +60,7 @@ def test_a_reservation_throttled_past_its_retries_is_answered_degraded(
 
 
 def test_ssm_failing_fails_closed_before_any_write(runtime: LocalRuntime) -> None:
-    from steps.lib import secrets
+    from steps.lib.runtime import secrets
 
     secrets.cache_clear()  # a cold container: the secrets must be read
     with runtime.wire.fault("ssm", error_response(500, "InternalServerError")):
@@ -76,7 +76,7 @@ def bedrock_runtime(
 ) -> LocalRuntime:
     """The real Converse adapter; the query embedder stays the offline one (the sample
     index is built with the hashing embedder, and S4 is not what these tests are about)."""
-    from steps.lib import models, offline
+    from steps.lib.providers import models, offline
 
     runtime = make_runtime(model_backend="bedrock")
     monkeypatch.setattr(models, "query_embedder", offline.HashingQueryEmbedder)

@@ -1,4 +1,4 @@
-"""The local server fuzzed from steps/lib/openapi.json with schemathesis: valid and invalid
+"""The local server fuzzed from steps/lib/request/openapi.json with schemathesis: valid and invalid
 requests alike, no generated request gets a 5xx, and none that is refused writes to the
 ledger or starts an execution."""
 
@@ -15,9 +15,9 @@ from schemathesis import GenerationMode, checks
 from local.routes import EdgeOptions
 from local.runtime import LocalRuntime
 from local.server import ChatServer, serve_in_thread
-from steps.lib.settings import Settings
+from steps.lib.runtime.settings import Settings
 
-OPENAPI = Path(__file__).resolve().parents[2] / "steps" / "lib" / "openapi.json"
+OPENAPI = Path(__file__).resolve().parents[2] / "steps" / "lib" / "request" / "openapi.json"
 schema = schemathesis.openapi.from_path(OPENAPI)
 schema.config.generation.update(
     modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE], max_examples=40

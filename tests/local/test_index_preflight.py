@@ -13,8 +13,8 @@ from indexer.policy import IndexPolicy
 from local.cli import main
 from local.commands import local_settings
 from local.preflight import knowledge_problem
-from steps.lib.hashing_embedder import HashingEmbedder
-from steps.lib.knowledge import SCHEMA_VERSION, load_knowledge, seal
+from steps.lib.grounding.knowledge import SCHEMA_VERSION, load_knowledge, seal
+from steps.lib.providers.hashing_embedder import HashingEmbedder
 
 SITE = Path(__file__).resolve().parents[2] / "examples" / "site"
 
@@ -65,7 +65,7 @@ def test_serve_refuses_an_incompatible_index_in_one_line(
 
 
 def test_a_bedrock_runtime_is_told_to_rebuild_with_titan(index: Path) -> None:
-    from steps.lib.errors import KnowledgeError
+    from steps.lib.runtime.errors import KnowledgeError
 
     with pytest.raises(KnowledgeError, match=r"--out .* --embedder titan`$"):
         load_knowledge(index, embedder="bedrock:amazon.titan-embed-text-v2:0:1024")

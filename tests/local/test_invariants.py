@@ -15,8 +15,8 @@ from local.runtime import LocalRuntime
 from local.server import ChatServer
 from local.wire import Contention
 from statemachine import loader
-from steps.lib import models
-from steps.lib.identity import day_of
+from steps.lib.providers import models
+from steps.lib.request.identity import day_of
 from tests.clock import INSTANTS, pin
 
 from .conftest import QUESTION, VISITOR, items_by_key, reservations

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from local import limits
 from local.cli import main
 from local.server import ChatServer
-from steps.lib.pricing import reserve_micros
-from steps.lib.settings import Settings
+from steps.lib.money.pricing import largest_reserve_micros
+from steps.lib.runtime.settings import Settings
 
 BASE = Settings(model_backend="offline")
 
@@ -24,7 +24,7 @@ def test_the_defaults_admit_messages_and_warn_of_nothing() -> None:
     lines = limits.summary(BASE)
     assert len(lines) == 1 and lines[0].startswith("limits:")
     counts = limits.admitted(BASE)
-    assert counts["day"] == BASE.daily_ceiling_micros // reserve_micros(BASE) > 0
+    assert counts["day"] == BASE.daily_ceiling_micros // largest_reserve_micros(BASE) > 0
     assert 0 < counts["visitor"] <= BASE.visitor_message_limit
 
 
@@ -48,7 +48,7 @@ def test_a_daily_ceiling_below_one_reservation_warns_that_everything_degrades() 
 def test_the_warning_and_the_suggested_share_are_exact(daily: Decimal, share: Decimal) -> None:
     s = BASE.replace(daily_ceiling_usd=daily, monthly_ceiling_usd=daily * 31,
                      visitor_cost_share=share)  # fmt: skip
-    reserve = reserve_micros(s)
+    reserve = largest_reserve_micros(s)
     found = limits.warnings(s)
     # A warning exactly when one reservation does not fit a visitor's cap.
     assert bool(found) == (s.visitor_ceiling_micros < reserve)

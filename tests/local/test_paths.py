@@ -8,7 +8,7 @@ from pathlib import Path
 
 from local.runtime import LocalRuntime
 from local.wire import error_response
-from steps.lib import pricing
+from steps.lib.money import pricing
 from tests.fakes import CannotCount
 
 from .conftest import (
@@ -150,8 +150,8 @@ def test_a_degraded_answer_without_an_index_fails_closed(
 
 
 def test_a_failed_model_call_leaves_the_reservation_standing(runtime: LocalRuntime) -> None:
-    from steps.lib import models
-    from steps.lib.errors import ModelError
+    from steps.lib.providers import models
+    from steps.lib.runtime.errors import ModelError
 
     class Broken(CannotCount):
         def converse(self, **_kwargs: object) -> None:

@@ -14,9 +14,10 @@ import pytest
 
 from local.runtime import LocalRuntime
 from steps import invoke
-from steps.lib import models, pricing
-from steps.lib.byte_bound import text_bound
-from steps.lib.errors import EmbeddingError
+from steps.lib.money import pricing
+from steps.lib.money.byte_bound import text_bound
+from steps.lib.providers import models
+from steps.lib.runtime.errors import EmbeddingError
 from tests.fakes import CannotCount
 
 from .conftest import QUESTION, VISITOR, day_total, reservations
@@ -77,7 +78,7 @@ def test_a_smaller_allowance_trims_the_prompt_instead_of_overspending(
             self.inner = real(s)
 
         def converse(self, **kwargs: Any) -> Any:
-            from steps.lib.byte_bound import prompt_bound
+            from steps.lib.money.byte_bound import prompt_bound
 
             sent.append(prompt_bound(kwargs["system"], kwargs["messages"]))
             return self.inner.converse(**kwargs)
@@ -98,7 +99,7 @@ def test_a_smaller_allowance_trims_the_prompt_instead_of_overspending(
 def test_a_model_call_that_may_have_been_sent_leaves_the_reservation_standing(
     runtime: LocalRuntime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from steps.lib.errors import ModelError
+    from steps.lib.runtime.errors import ModelError
 
     class TimedOut(CannotCount):
         def __init__(self, s: Any) -> None:

@@ -17,9 +17,14 @@ from typing import Any
 import pytest
 
 from local.runtime import LocalRuntime, Outcome
-from steps.lib import metering, pricing, prompt, tokens
-from steps.lib.byte_bound import MESSAGE_OVERHEAD_TOKENS, REQUEST_OVERHEAD_TOKENS, message_texts
-from steps.lib.settings import Settings
+from steps.lib.money import metering, pricing
+from steps.lib.money.byte_bound import (
+    MESSAGE_OVERHEAD_TOKENS,
+    REQUEST_OVERHEAD_TOKENS,
+    message_texts,
+)
+from steps.lib.runtime.settings import Settings
+from steps.lib.text import prompt, tokens
 
 from .conftest import all_at_once, day_total, reservations
 

@@ -99,7 +99,7 @@ OVERSIZE_BODIES = {
 def test_a_body_over_the_byte_limit_gets_the_waf_size_block_and_starts_nothing(
     runtime: LocalRuntime, serve: Callable[..., ChatServer], name: str
 ) -> None:
-    from steps.lib.edge_blocks import SIZE_BLOCKED
+    from steps.lib.request.edge_blocks import SIZE_BLOCKED
 
     server = serve(rate_limit=1000)
     runtime.wire.reset_counts()

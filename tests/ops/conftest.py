@@ -9,7 +9,7 @@ import pytest
 from moto import mock_aws
 
 from local.tables import create_ledger_table
-from steps.lib.settings import Settings
+from steps.lib.runtime.settings import Settings
 
 REGION = "us-east-1"
 TABLE = "chatguard"

@@ -8,7 +8,7 @@ import pytest
 
 from local import admin
 from local.tracing import AwsCall, StepRecord, Trace
-from steps.lib import ledger
+from steps.lib.money import ledger
 
 
 @pytest.fixture

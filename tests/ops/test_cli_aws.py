@@ -8,7 +8,7 @@ import pytest
 
 from local.cli import main
 from ops.aws import Aws, api_chat_url, find_output, stack_outputs
-from steps.lib.secrets import parse_secret
+from steps.lib.runtime.secrets import parse_secret
 
 from .conftest import TABLE
 from .test_billing import MARKETPLACE, _canned_costs, _group

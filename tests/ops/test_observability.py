@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from steps.lib import observability
+from steps.lib.runtime import observability
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -183,7 +183,7 @@ class Keep:
     def send_entity(self, entity): pass
     def set_daemon_address(self, address): pass
 xray_recorder.configure(sampling=False, emitter=Keep())
-from steps.lib import observability
+from steps.lib.runtime import observability
 
 @observability.instrumented("CostGate")
 def handler(event, context=None):
@@ -231,8 +231,8 @@ def test_gate_steps_import_without_powertools_xray_or_numpy():
 
 def test_invalid_settings_fail_the_step_with_one_line_naming_the_setting(monkeypatch, capsys):
     from steps import quota
-    from steps.lib import caches
-    from steps.lib.errors import SettingsError
+    from steps.lib.runtime import caches
+    from steps.lib.runtime.errors import SettingsError
 
     monkeypatch.setenv("CHATGUARD_VISITOR_MESSAGE_LIMIT", "plenty")
     caches.reset_all()

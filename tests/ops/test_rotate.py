@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ops import rotate
-from steps.lib.secrets import accepted_values, parse_secret, salt_for_day
+from steps.lib.runtime.secrets import accepted_values, parse_secret, salt_for_day
 
 NOW = 1_800_000_000  # 2027-01-15 08:00 UTC
 
@@ -111,7 +111,7 @@ def test_origin_rotation_refuses_before_writing_when_cloudfront_lacks_the_header
 
 
 def test_a_malformed_stored_secret_is_an_error_and_is_not_overwritten(ssm, settings):
-    from steps.lib.errors import SettingsError
+    from steps.lib.runtime.errors import SettingsError
 
     ssm.put_parameter(
         Name=settings.salt_param, Value="not json", Type="SecureString", Overwrite=True

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from ops import rotate
-from steps.lib.secrets import parse_secret, salt_for_day
+from steps.lib.runtime.secrets import parse_secret, salt_for_day
 from tests.clock import at
 
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from ops import mode, spend
-from steps.lib import ledger
+from steps.lib.money import ledger
 
 from .conftest import TABLE
 

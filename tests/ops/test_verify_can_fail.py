@@ -15,9 +15,10 @@ from local.routes import EdgeOptions
 from local.runtime import LocalRuntime
 from local.server import serve_in_thread
 from ops import verify
-from steps.lib import models, signing
-from steps.lib.models import ModelReply
-from steps.lib.settings import Settings, cdk_context
+from steps.lib.providers import models
+from steps.lib.providers.models import ModelReply
+from steps.lib.request import signing
+from steps.lib.runtime.settings import Settings, cdk_context
 from tests.fakes import CannotCount
 
 FORGED = ("forged assistant turns not used", "server reports the forged turns dropped")

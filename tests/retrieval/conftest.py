@@ -8,8 +8,8 @@ import pytest
 
 from indexer.build import build
 from indexer.policy import IndexPolicy
-from steps.lib.hashing_embedder import HashingEmbedder
-from steps.lib.knowledge import Knowledge, load_knowledge
+from steps.lib.grounding.knowledge import Knowledge, load_knowledge
+from steps.lib.providers.hashing_embedder import HashingEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_SITE = ROOT / "examples" / "site"

@@ -9,10 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from steps.lib.followup import EARLIER_TURN_WEIGHT, Query, follow_up_query, plain_query
-from steps.lib.hashing_embedder import HashingEmbedder
-from steps.lib.knowledge import Chunk, Knowledge, build_knowledge, lexical_stats
-from steps.lib.retrieval import (
+from steps.lib.grounding.followup import EARLIER_TURN_WEIGHT, Query, follow_up_query, plain_query
+from steps.lib.grounding.knowledge import Chunk, Knowledge, build_knowledge, lexical_stats
+from steps.lib.grounding.retrieval import (
     CURRENT_PAGE_WEIGHT,
     PAGE_WEIGHT,
     bm25_scores,
@@ -21,6 +20,7 @@ from steps.lib.retrieval import (
     page_bm25_scores,
     rank,
 )
+from steps.lib.providers.hashing_embedder import HashingEmbedder
 
 
 @pytest.fixture(scope="module")

@@ -5,11 +5,11 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from steps.lib.followup import plain_query
-from steps.lib.hashing_embedder import HashingEmbedder
-from steps.lib.knowledge import Chunk, Knowledge, build_knowledge, lexical_stats
-from steps.lib.retrieval import degraded_answer, rank, select_grounding
-from steps.lib.settings import Settings
+from steps.lib.grounding.followup import plain_query
+from steps.lib.grounding.knowledge import Chunk, Knowledge, build_knowledge, lexical_stats
+from steps.lib.grounding.retrieval import degraded_answer, rank, select_grounding
+from steps.lib.providers.hashing_embedder import HashingEmbedder
+from steps.lib.runtime.settings import Settings
 from tests.bench.quality import overlap_scores
 
 from .conftest import SAMPLE_SITE

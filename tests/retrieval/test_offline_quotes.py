@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from steps.lib import prompt
-from steps.lib.hashing_embedder import HashingEmbedder
-from steps.lib.knowledge import Chunk, Knowledge
-from steps.lib.offline import NO_MATCH, OFFLINE_PREFIX, compose_reply
-from steps.lib.retrieval import follow_up_query, rank, select_grounding
-from steps.lib.tokens import count_tokens
+from steps.lib.grounding.knowledge import Chunk, Knowledge
+from steps.lib.grounding.retrieval import follow_up_query, rank, select_grounding
+from steps.lib.providers.hashing_embedder import HashingEmbedder
+from steps.lib.providers.offline import NO_MATCH, OFFLINE_PREFIX, compose_reply
+from steps.lib.text import prompt
+from steps.lib.text.tokens import count_tokens
 from steps.retrieve import TOP_MATCHES, _sources
 
 SYNOPSIS = {

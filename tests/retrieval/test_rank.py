@@ -7,10 +7,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from steps.lib.errors import KnowledgeError
-from steps.lib.hashing_embedder import HashingEmbedder
-from steps.lib.knowledge import Knowledge, chunk_document
-from steps.lib.retrieval import (
+from steps.lib.grounding.knowledge import Knowledge, chunk_document
+from steps.lib.grounding.retrieval import (
     K1,
     LEXICAL_WEIGHT,
     PAGE_WEIGHT,
@@ -19,7 +17,9 @@ from steps.lib.retrieval import (
     lexical_scores,
     rank,
 )
-from steps.lib.tokens import terms
+from steps.lib.providers.hashing_embedder import HashingEmbedder
+from steps.lib.runtime.errors import KnowledgeError
+from steps.lib.text.tokens import terms
 
 QUERIES = [
     "How do I stop one IP hammering the /chat route with WAF?",

@@ -8,11 +8,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from steps.lib.hashing_embedder import HashingEmbedder
-from steps.lib.tokens import count_tokens, terms, words
+from steps.lib.providers.hashing_embedder import HashingEmbedder
+from steps.lib.text.tokens import count_tokens, terms, words
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNTIME = ["tokens", "hashing_embedder", "knowledge", "retrieval"]
+RUNTIME = [
+    "text/tokens",
+    "providers/hashing_embedder",
+    "grounding/knowledge",
+    "grounding/retrieval",
+]
 
 
 def test_words_keep_acronyms_and_lower_case() -> None:
@@ -43,7 +48,7 @@ def test_count_tokens_lands_near_1_3_tokens_per_english_word() -> None:
 
 
 def test_tokens_module_does_not_import_numpy() -> None:
-    code = "import sys, steps.lib.tokens; sys.exit('numpy' in sys.modules)"
+    code = "import sys, steps.lib.text.tokens; sys.exit('numpy' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False).returncode == 0
 
 
@@ -61,7 +66,7 @@ def test_runtime_library_imports_only_numpy_and_the_stdlib(module: str) -> None:
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
     }
     third_party = imported - set(sys.stdlib_module_names)
-    assert third_party <= ({"numpy"} if module != "tokens" else set())
+    assert third_party <= ({"numpy"} if module != "text/tokens" else set())
 
 
 def test_hashing_embedder_rows_are_unit_length_and_deterministic() -> None:

@@ -16,10 +16,11 @@ import pytest
 from moto import mock_aws
 
 from local.tables import create_ledger_table
-from steps.lib import caches, models
-from steps.lib.models import GuardVerdict, ModelReply
-from steps.lib.secrets import SecretValue, render_secret
-from steps.lib.settings import Settings
+from steps.lib.providers import models
+from steps.lib.providers.models import GuardVerdict, ModelReply
+from steps.lib.runtime import caches
+from steps.lib.runtime.secrets import SecretValue, render_secret
+from steps.lib.runtime.settings import Settings
 from tests.clock import at, pin
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
@@ -51,7 +52,7 @@ def load_event(name: str) -> dict[str, Any]:
 def knowledge_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from indexer.build import build
     from indexer.policy import IndexPolicy
-    from steps.lib.hashing_embedder import HashingEmbedder
+    from steps.lib.providers.hashing_embedder import HashingEmbedder
 
     site = tmp_path_factory.mktemp("site")
     for name, text in SITE.items():
@@ -156,7 +157,7 @@ class CountingResponder:
     counts: int = 0
 
     def count_tokens(self, system: str, messages: list[Any]) -> int:
-        from steps.lib.metering import CountUnavailable
+        from steps.lib.money.metering import CountUnavailable
 
         self.counts += 1
         if self.exact_count is None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from steps.lib.stages import STAGES
+from steps.lib.runtime.stages import STAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 GATES = [stage.module for stage in STAGES if not stage.needs_numpy]

@@ -8,8 +8,11 @@ from typing import Any
 import pytest
 
 from steps import cost_gate, degraded, invoke, origin_verify, quota, reconcile, retrieve
-from steps.lib import ledger, observability, pricing, prompt, signing
-from steps.lib.settings import Settings
+from steps.lib.money import ledger, pricing
+from steps.lib.request import signing
+from steps.lib.runtime import observability
+from steps.lib.runtime.settings import Settings
+from steps.lib.text import prompt
 
 from .conftest import SIGNING, load_event
 
@@ -205,7 +208,7 @@ def test_retrieve_cites_the_top_matches_not_every_section_of_the_current_page(aw
 
 
 def test_retrieve_fails_closed_without_a_knowledge_artifact(aws, monkeypatch, tmp_path):
-    from steps.lib.errors import KnowledgeError
+    from steps.lib.runtime.errors import KnowledgeError
 
     monkeypatch.setenv("CHATGUARD_KNOWLEDGE_DIR", str(tmp_path))
     with pytest.raises(KnowledgeError):
@@ -333,7 +336,7 @@ def test_a_message_reserved_before_midnight_settles_on_the_day_and_month_it_rese
 
 
 def test_reconcile_of_an_unknown_reservation_raises(aws):
-    from steps.lib.errors import ReconcileError
+    from steps.lib.runtime.errors import ReconcileError
 
     with pytest.raises(ReconcileError):
         reconcile.handler(load_event("reconcile"), None)
@@ -354,7 +357,7 @@ def test_degraded_answers_with_the_closest_section_verbatim(aws):
 
 
 def test_degraded_never_embeds_or_calls_the_model(aws, responder, monkeypatch):
-    from steps.lib import models
+    from steps.lib.providers import models
 
     def boom(s):
         raise AssertionError("degraded mode must not embed")
@@ -377,8 +380,8 @@ def test_degraded_without_a_match_says_so(aws):
 def test_origin_verify_accepts_the_previous_secret_only_during_the_grace_period(aws):
     import time
 
-    from steps.lib import caches
-    from steps.lib.secrets import SecretValue
+    from steps.lib.runtime import caches
+    from steps.lib.runtime.secrets import SecretValue
 
     s = Settings()
     new = "new-origin-secret-0123456789"
@@ -400,7 +403,7 @@ def test_origin_verify_accepts_the_previous_secret_only_during_the_grace_period(
 def test_invoke_keeps_history_signed_with_the_previous_key_during_the_grace_period(aws, responder):
     import time
 
-    from steps.lib.secrets import SecretValue
+    from steps.lib.runtime.secrets import SecretValue
 
     s = Settings()
     aws.put_secret(

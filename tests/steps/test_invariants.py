@@ -8,9 +8,12 @@ import json
 import pytest
 from botocore.exceptions import ClientError
 
-from steps.lib import clients, identity, ledger, models, pricing, signing
-from steps.lib.errors import ModelError
-from steps.lib.settings import Settings
+from steps.lib.money import ledger, pricing
+from steps.lib.providers import models
+from steps.lib.request import identity, signing
+from steps.lib.runtime import clients
+from steps.lib.runtime.errors import ModelError
+from steps.lib.runtime.settings import Settings
 from tests.clock import INSTANTS, pin
 from tests.fakes import CannotCount
 
@@ -55,7 +58,7 @@ def today() -> str:
 
 def reserve_of(message: str, s: Settings) -> int:
     """What S3 reserves offline (no CountTokens: the byte bound meters, metering "bytes")."""
-    from steps.lib import prompt
+    from steps.lib.text import prompt
 
     return pricing.reserve_for(
         s, message, [], bare_system=prompt.system_text([]), metering="bytes"
@@ -155,7 +158,7 @@ def test_fail_closed_dynamodb_failing_at_the_reservation_means_no_model_call(
 
 @pytest.mark.parametrize("stage", ["OriginVerify", "Quota", "Invoke"])
 def test_fail_closed_ssm_unavailable_means_no_model_call(aws, responder, monkeypatch, stage):
-    from steps.lib import secrets
+    from steps.lib.runtime import secrets
 
     real_fetch = secrets._fetch
     param = {

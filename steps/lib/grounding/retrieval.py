@@ -1,0 +1,250 @@
+"""Hybrid ranking, grounding selection and the degraded answer (numpy only).
+
+score(chunk) = cosine(query, chunk)
+               + LEXICAL_WEIGHT x (BM25F(chunk) / max + PAGE_WEIGHT x BM25(its page) / max)
+
+The lexical part is Okapi BM25 over two fields (BM25F): a term in the chunk's heading
+trail counts HEADING_FIELD_WEIGHT times a term in its text, in the term frequency and in
+the document length alike, then the usual saturation (K1) and length normalisation (B);
+each query term is scaled by its follow-up weight (followup.py). The page part is BM25
+over whole pages, added only to chunks that share a term with the query, so a section
+of a page that talks about the question throughout beats a lone section elsewhere that
+shares a few of its words. Each part is divided by its best value for the query, so it
+lies in 0..1 like the cosine: a rare acronym or proper noun ("WAF", "shrinkwrap") moves
+a chunk up even when the embedding blurs it. The fusion (normalised weighted sum rather
+than reciprocal rank fusion) and the weights were chosen by `make bench-retrieval` on two
+question sets, one over documentation nobody on the team wrote (docs/benchmarks.md).
+
+Everything is computed for every chunk in one vectorised pass: a matrix-vector product
+for the cosine (rows and query are unit length) and bincounts over the query terms'
+postings for the two BM25s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..runtime.errors import KnowledgeError
+from .followup import Query, follow_up_query, plain_query
+from .knowledge import Chunk, Knowledge
+
+__all__ = ["Query", "follow_up_query", "plain_query"]
+
+LEXICAL_WEIGHT = 0.3
+PAGE_WEIGHT = 0.4  # of the page's BM25 inside the lexical part
+# Added to the chunks of the page the visitor is reading: it lifts them for a vague
+# follow-up without overriding a clear match elsewhere (docs/benchmarks.md measures the
+# questions asked from an unrelated page: 0.3 cost 0.06 MRR there, 0.15 almost nothing).
+CURRENT_PAGE_WEIGHT = 0.15
+K1 = 1.2
+B = 0.75
+# Measured (docs/benchmarks.md): a boosted heading field did not help beside the cosine
+# nor for the degraded answer on either question set, so BM25F runs as plain BM25 over
+# heading trail + text (weight 1); the knob stays for the benchmark.
+HEADING_FIELD_WEIGHT = 1.0
+# The cosine product runs in row blocks of at most this many elements. OpenBLAS hands a
+# larger matrix-vector product to worker threads; on a fractional or shared CPU (a Lambda
+# at 512 MB, a busy laptop) waking them costs 10-20 ms per call, against 0.4 ms for
+# 2,000 x 1024 computed in blocks on the calling thread (docs/benchmarks.md).
+BLOCK_ELEMENTS = 1 << 18
+
+
+@dataclass(frozen=True, slots=True)
+class _Gathered:
+    term_ids: np.ndarray
+    query_weights: np.ndarray
+    lengths: np.ndarray  # postings per term
+    offsets: np.ndarray  # into the postings arrays
+    chunks: np.ndarray  # the chunk of each gathered posting
+
+
+def as_query(query: Query | str) -> Query:
+    return plain_query(query) if isinstance(query, str) else query
+
+
+def _postings_of(kb: Knowledge, weights: Mapping[str, float]) -> _Gathered | None:
+    """Every (query term, chunk) posting of the query's known terms, in one gather."""
+    known = sorted((kb.vocabulary[t], w) for t, w in weights.items() if t in kb.vocabulary)
+    if not known:
+        return None
+    term_ids = np.asarray([term_id for term_id, _ in known], dtype=np.int64)
+    starts, ends = kb.postings_ptr[term_ids], kb.postings_ptr[term_ids + 1]
+    lengths = ends - starts
+    # Without a Python loop per chunk: the offsets of all the terms' postings, concatenated.
+    offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+    return _Gathered(
+        term_ids=term_ids,
+        query_weights=np.asarray([w for _, w in known], dtype=np.float32),
+        lengths=lengths,
+        offsets=offsets,
+        chunks=kb.postings[offsets],
+    )
+
+
+def bm25_scores(
+    kb: Knowledge,
+    query: Query | str,
+    *,
+    k1: float = K1,
+    b: float = B,
+    heading_weight: float | None = None,
+) -> np.ndarray:
+    """BM25F of every chunk (0 where no query term occurs), each term scaled by its weight.
+
+    heading_weight (default HEADING_FIELD_WEIGHT) = 1 is plain Okapi BM25 over heading
+    trail + text as one document.
+    """
+    scores = np.zeros(len(kb.chunks), dtype=np.float32)
+    found = _postings_of(kb, as_query(query).weights)
+    if found is None:
+        return scores
+    weight = np.float32(HEADING_FIELD_WEIGHT if heading_weight is None else heading_weight)
+    tf = kb.text_tf[found.offsets] + weight * kb.heading_tf[found.offsets]
+    length = kb.text_length + weight * kb.heading_length
+    norm = np.float32(k1) * (1 - b + b * length / max(float(length.mean()), 1e-9))
+    term_weight = np.repeat(kb.idf[found.term_ids] * found.query_weights, found.lengths)
+    contribution = term_weight * tf * np.float32(k1 + 1) / (tf + norm[found.chunks])
+    scores += np.bincount(found.chunks, weights=contribution, minlength=len(kb.chunks)).astype(
+        np.float32
+    )
+    return scores
+
+
+def page_bm25_scores(
+    kb: Knowledge, query: Query | str, *, k1: float = K1, b: float = B
+) -> np.ndarray:
+    """BM25 of every PAGE (all its chunks as one document), one value per page number.
+
+    A page that answers a question usually uses its words in several sections; a chunk
+    borrowing its page's evidence outranks a lone section elsewhere that happens to share
+    a few words (the npm docs repeat the same configuration notes on many pages).
+    """
+    n_pages = int(kb.page_of.max()) + 1 if kb.page_of.size else 0
+    found = _postings_of(kb, as_query(query).weights)
+    if found is None or n_pages == 0:
+        return np.zeros(n_pages, dtype=np.float32)
+    n_terms = found.term_ids.shape[0]
+    owner = np.repeat(np.arange(n_terms), found.lengths)
+    tf = kb.text_tf[found.offsets] + kb.heading_tf[found.offsets]
+    page_tf = np.bincount(
+        owner * n_pages + kb.page_of[found.chunks], weights=tf, minlength=n_terms * n_pages
+    ).reshape(n_terms, n_pages)
+    df = np.count_nonzero(page_tf, axis=1)
+    idf = np.log1p((n_pages - df + 0.5) / (df + 0.5))
+    length = np.bincount(kb.page_of, weights=kb.text_length + kb.heading_length)
+    norm = k1 * (1 - b + b * length / max(float(length.mean()), 1e-9))
+    per_term = page_tf * (k1 + 1) / (page_tf + norm)
+    total: np.ndarray = ((idf * found.query_weights)[:, None] * per_term).sum(axis=0)
+    return total.astype(np.float32)
+
+
+def normalised(raw: np.ndarray) -> np.ndarray:
+    """raw divided by its maximum (0..1, 1 for the best); all zeros stay zeros."""
+    best = float(raw.max()) if raw.size else 0.0
+    out: np.ndarray = raw / np.float32(best) if best > 0 else raw
+    return out
+
+
+def lexical_scores(kb: Knowledge, query: Query | str) -> np.ndarray:
+    """The hybrid's lexical part: chunk BM25F/max + PAGE_WEIGHT x its page's BM25/max,
+    in 0..1 + PAGE_WEIGHT (0 for a chunk that shares no term with the query)."""
+    query = as_query(query)
+    chunks = normalised(bm25_scores(kb, query))
+    pages = normalised(page_bm25_scores(kb, query))[kb.page_of]
+    # Only a chunk that shares a term borrows its page's evidence: a section that says
+    # nothing of the question is no answer to it, whatever the rest of its page says.
+    total: np.ndarray = chunks + np.float32(PAGE_WEIGHT) * np.where(chunks > 0, pages, 0)
+    return total
+
+
+def scores(kb: Knowledge, query_vector: np.ndarray, query: Query | str) -> np.ndarray:
+    """The hybrid score of every chunk (unsorted)."""
+    vector = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+    if vector.shape[0] != kb.dimensions:
+        raise KnowledgeError(
+            f"query vector has {vector.shape[0]} dimensions, the index has {kb.dimensions}"
+        )
+    query = as_query(query)
+    total = cosines(kb.matrix, vector) + np.float32(LEXICAL_WEIGHT) * lexical_scores(kb, query)
+    current = list(kb.page_chunks(query.page))
+    if current:
+        total[current] += np.float32(CURRENT_PAGE_WEIGHT)
+    return total
+
+
+def cosines(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """matrix @ vector (rows and vector unit length), in single-threaded row blocks."""
+    rows = max(1, BLOCK_ELEMENTS // max(matrix.shape[1], 1))
+    if matrix.shape[0] <= rows:
+        product: np.ndarray = matrix @ vector
+        return product
+    out = np.empty(matrix.shape[0], dtype=np.float32)
+    for start in range(0, matrix.shape[0], rows):
+        np.dot(matrix[start : start + rows], vector, out=out[start : start + rows])
+    return out
+
+
+def order(total: np.ndarray, limit: int | None = None) -> np.ndarray:
+    """Chunk indexes by descending score; ties keep document order. `limit` keeps the top N."""
+    if limit is not None and limit < total.shape[0]:
+        top = np.argpartition(-total, limit)[:limit] if limit > 0 else np.zeros(0, np.intp)
+        return top[np.lexsort((top, -total[top]))]
+    return np.argsort(-total, kind="stable")
+
+
+def rank(
+    kb: Knowledge, query_vector: np.ndarray, query: Query | str, *, limit: int | None = None
+) -> list[tuple[int, float]]:
+    """(chunk index, score) best first; ties keep document order. `limit` keeps the top N."""
+    total = scores(kb, query_vector, query)
+    best = order(total, limit)
+    return list(zip(best.tolist(), total[best].tolist(), strict=True))
+
+
+def select_grounding(
+    kb: Knowledge,
+    ranked: Sequence[tuple[int, float]],
+    page: str | None,
+    budget_tokens: int,
+    top_k: int = 5,
+) -> list[Chunk]:
+    """The top_k matches and the current page's chunks, de-duplicated, within budget.
+
+    Chosen greedily with the current page first, then the matches (a chunk that would
+    overflow the budget is skipped: a later, shorter one may still fit), so the total never
+    exceeds `budget_tokens`. Returned best match first and the page's other chunks after
+    them: what an answer cites leads the reference, and the prompt trims from the end.
+    """
+    matches = [index for index, _ in ranked[:top_k]]
+    chosen: dict[int, Chunk] = {}
+    used = 0
+    for index in list(kb.page_chunks(page)) + matches:
+        chunk = kb.chunks[index]
+        if index not in chosen and used + chunk.tokens <= budget_tokens:
+            chosen[index] = chunk
+            used += chunk.tokens
+    leading = [index for index in dict.fromkeys(matches) if index in chosen]
+    rest = sorted(chosen.keys() - set(leading))
+    return [chosen[index] for index in leading + rest]
+
+
+def degraded_answer(kb: Knowledge, query: Query | str, *, page: str | None = None) -> Chunk | None:
+    """The best match of the hybrid's lexical part (chunk + page BM25), or None when the
+    message has no content term or no chunk shares a term with the query.
+
+    It never embeds: degraded mode runs when the budget is spent, so it must cost nothing.
+    The page part makes the page that discusses the question beat a glossary that merely
+    mentions its terms; exact ties go to the visitor's current page, then to document order.
+    """
+    query = as_query(query)
+    if query.own_terms == 0:  # only stop words or punctuation: nothing to look for
+        return None
+    lexical = lexical_scores(kb, query)
+    if lexical.size == 0 or float(lexical.max()) <= 0.0:
+        return None
+    best = np.flatnonzero(lexical == lexical.max()).tolist()
+    current = set(kb.page_chunks(page))
+    return kb.chunks[min(best, key=lambda index: (index not in current, index))]

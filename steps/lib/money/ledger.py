@@ -1,0 +1,394 @@
+"""The spend ledger: one DynamoDB table, integer micro-USD, no scheduled job.
+
+Keys (docs/internals.md): ``VISITOR#<hash>``/``<day>`` (msgCount, costMicros),
+``GLOBAL``/``<day>`` and ``GLOBAL``/``MONTH#<yyyy-mm>`` (costMicros), ``RES#<request id>``/
+``RES`` (one reservation), ``CONFIG``/``MODE`` (the operator switch). A new day or month is
+a new item starting at zero; ``expiresAt`` lets TTL sweep old items, and reads ignore items
+past it because TTL deletes lazily. Every AWS failure becomes DependencyUnavailable
+(``from exc``), so the step fails closed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from ..runtime.errors import ChatguardError, DependencyUnavailable, ReconcileError
+from .ledger_items import (
+    MODE_KEY,
+    RESERVATION_ITEMS,
+    SETTLEMENT_ITEMS,
+    Ceilings,
+    Key,
+    Reservation,
+    day_expiry,
+    day_key,
+    month_expiry,
+    month_key,
+    month_of,
+    reservation_items,
+    reservation_key,
+    settlement_items,
+    shard_pk,
+    visitor_key,
+)
+from .spent_memo import SpentMemo
+
+# The key helpers and records are part of this module's API (the ops CLI reads spend
+# through them); they live in ledger_items.py, which builds items and does no I/O.
+__all__ = [
+    "MODES", "MODE_KEY", "RESERVATION_BACKOFF", "SETTLE_BACKOFF", "Backoff", "Ceilings", "Key",
+    "Mode", "Pace", "QuotaResult", "Refusal", "Reservation", "Settlement", "count_message",
+    "day_expiry", "day_key", "get_item", "month_expiry", "month_key", "month_of",
+    "read_cost", "read_mode", "reconcile", "reservation_key", "reserve", "shard_order",
+    "shard_pk", "visitor_key",
+]  # fmt: skip
+
+Mode = Literal["normal", "degraded", "off"]
+MODES: tuple[Mode, ...] = ("normal", "degraded", "off")
+
+# Contention: the call wrote nothing and may simply be tried again. Throttling as an error
+# of the whole call, and the cancellation reasons of a transaction that met a concurrent
+# one (TransactionConflict) or a throttled item; "None" marks the items that were fine.
+THROTTLE_CODES = frozenset(
+    {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"}
+)
+CONTENTION_REASONS = frozenset(
+    {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded",
+     "RequestLimitExceeded"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Full-jitter exponential backoff, bounded in time: before retry ``n`` (1, 2, ...) wait
+    ``uniform(0, min(cap, base x 2**n))``, and give up rather than start a wait that would
+    end past ``budget_seconds`` from the first attempt."""
+
+    budget_seconds: float
+    base_seconds: float = 0.01
+    cap_seconds: float = 0.2
+    max_attempts: int = 32  # a guard for a clock that does not move; the budget binds first
+
+    def wait(self, retry: int, draw: float) -> float:
+        return float(draw * min(self.cap_seconds, self.base_seconds * 2**retry))
+
+
+# Within the 5 s Lambda timeouts of S3 and S6 (steps/lib/runtime/stages.py; a test keeps each at
+# most half its step's timeout, leaving the rest for a cold start and the last attempt).
+# S3 gives up sooner: its visitor waits, and a degraded answer is a fine outcome. S6
+# tries longer: a lost settlement leaves the whole reserve on the day.
+RESERVATION_BACKOFF = Backoff(budget_seconds=1.0)
+SETTLE_BACKOFF = Backoff(budget_seconds=2.5)
+
+
+@dataclass(frozen=True, slots=True)
+class Pace:
+    """The clock, the sleep and the jitter source of the retries (tests inject all three).
+
+    ``draw`` None: a fresh ``random.SystemRandom`` at call time (the OS's entropy), never a
+    generator seeded at import: with SnapStart every container restored from one snapshot
+    would share its state and retry in lockstep.
+    """
+
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    draw: Callable[[], float] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaResult:
+    allowed: bool
+    count: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    # contention: the reservation met conflicts or throttling until its retry budget ran out
+    reason: Literal["ceiling", "mode", "contention"]
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    status: Literal["settled", "already_settled"]
+    actual_micros: int
+    released_micros: int
+
+
+class _Contention(Exception):
+    """Internal: this attempt met contention and wrote nothing."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Cancelled:
+    reasons: list[str]  # one code per item of the transaction, in order ("None": it was fine)
+    items: list[dict[str, Any] | None]  # the old item of a refused condition, if returned
+
+    def refused(self, names: tuple[str, ...]) -> set[str]:
+        """The items, by name (``names`` in transaction order), whose condition failed."""
+        return {
+            name
+            for name, code in zip(names, self.reasons, strict=False)
+            if code == "ConditionalCheckFailed"
+        }
+
+    def old_item(self, names: tuple[str, ...], name: str) -> dict[str, Any] | None:
+        index = names.index(name)
+        return self.items[index] if index < len(self.items) else None
+
+
+def _call(
+    action: str, method: Any, *, contention: bool = False, **request: Any
+) -> tuple[dict[str, Any] | None, _Cancelled | None]:
+    """Call DynamoDB; (response, None) or (None, cancellation) for a refused condition.
+
+    A failed condition is an expected outcome here (over quota, over a ceiling). With
+    ``contention`` True, throttling and a transaction cancelled only by conflicts or
+    throttles raise _Contention for the caller's retry loop; every other AWS failure (and,
+    without it, contention too) becomes DependencyUnavailable with the cause kept.
+    """
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return method(**request), None
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "ClientError")
+        if code == "ConditionalCheckFailedException":
+            return None, _Cancelled([], [])
+        if code == "TransactionCanceledException":
+            raw = exc.response.get("CancellationReasons", [])
+            cancelled = _Cancelled(
+                [r.get("Code", "None") for r in raw], [r.get("Item") for r in raw]
+            )
+            failed = set(cancelled.reasons) - {"None"}
+            if contention and failed and failed <= CONTENTION_REASONS:
+                raise _Contention(f"{action}: {cancelled.reasons}") from exc
+            return None, cancelled
+        if contention and code in THROTTLE_CODES:
+            raise _Contention(f"{action}: {code}") from exc
+        raise DependencyUnavailable(f"DynamoDB {action} failed: {code}") from exc
+    except BotoCoreError as exc:
+        raise DependencyUnavailable(f"DynamoDB {action} failed: {type(exc).__name__}") from exc
+
+
+T = TypeVar("T")
+
+
+def _retrying(attempt: Callable[[], T], backoff: Backoff, pace: Pace) -> T:
+    """Run ``attempt`` until it does not meet contention; _Contention once out of time."""
+    draw = pace.draw or random.SystemRandom().random
+    started, retry = pace.clock(), 0
+    while True:
+        try:
+            return attempt()
+        except _Contention:
+            retry += 1
+            wait = backoff.wait(retry, draw())
+            elapsed = pace.clock() - started
+            if retry >= backoff.max_attempts or elapsed + wait > backoff.budget_seconds:
+                raise
+            pace.sleep(wait)
+
+
+def count_message(client: Any, table: str, *, visitor: str, day: str, limit: int) -> QuotaResult:
+    """One conditional atomic ADD: the message counts only while the visitor is under limit."""
+    response, _ = _call(
+        "UpdateItem (quota)",
+        client.update_item,
+        TableName=table,
+        Key=visitor_key(visitor, day),
+        UpdateExpression="ADD msgCount :one SET expiresAt = if_not_exists(expiresAt, :exp)",
+        ConditionExpression="attribute_not_exists(msgCount) OR msgCount < :limit",
+        ExpressionAttributeValues={
+            ":one": {"N": "1"},
+            ":limit": {"N": str(limit)},
+            ":exp": {"N": str(day_expiry(day))},
+        },
+        ReturnValues="UPDATED_NEW",
+    )
+    if response is None:
+        return QuotaResult(allowed=False, count=None)
+    return QuotaResult(allowed=True, count=int(response["Attributes"]["msgCount"]["N"]))
+
+
+def reserve(
+    client: Any,
+    table: str,
+    *,
+    request_id: str,
+    visitor: str,
+    day: str,
+    micros: int,
+    ceilings: Ceilings,
+    now: float,
+    memo: SpentMemo | None = None,
+    pace: Pace = Pace(),
+) -> Reservation | Refusal:
+    """Make the reservation: hold the reserve ``micros`` on day, month and visitor at once,
+    or on none of them.
+
+    Each total must satisfy ``total <= ceiling - reserve`` (ledger_items.TOTAL_ADMITS),
+    so the ceiling still holds after this reservation however many run concurrently. The
+    operator switch is a ConditionCheck in the same transaction: the normal path costs one
+    DynamoDB call, and a switch applies from the very next message (no mode cache to wait
+    out). Only when that check fails do we read the item to tell degraded from off.
+
+    With ``ceilings.shards`` = N > 1 the request reserves on one day/month shard (chosen
+    from its id, so requests spread evenly) and, when that shard is spent, on the next,
+    each under its own ``ceiling // N``; the visitor's total is not sharded. ``memo``
+    (spent_memo.py) skips shards this container saw spent, without a write. Conflicts and
+    throttling are retried with ``RESERVATION_BACKOFF``; when it runs out the answer is
+    ``Refusal("contention")`` (degraded, no model call), not an error.
+    """
+    month = month_of(day)
+    if micros > min(ceilings.day_shard, ceilings.month_shard, ceilings.visitor):
+        return Refusal("ceiling")  # a new item would pass attribute_not_exists: refuse here
+    started = pace.clock()
+    for shard in shard_order(request_id, ceilings.shards):
+        key = (day, shard, ceilings.day_shard, ceilings.month_shard)
+        if memo is not None and memo.refuses(key, micros, now):
+            continue
+        items = reservation_items(table, request_id, visitor, day, micros, ceilings, now, shard)
+        remaining = RESERVATION_BACKOFF.budget_seconds - (pace.clock() - started)
+        try:
+            cancelled = _retrying(
+                functools.partial(_reservation_attempt, client, items, _token(request_id, shard)),
+                dataclasses.replace(RESERVATION_BACKOFF, budget_seconds=max(0.0, remaining)),
+                pace,
+            )
+        except _Contention:
+            return Refusal("contention")
+        if cancelled is None:
+            return Reservation(request_id, micros, day, month, visitor, shard)
+        failed = cancelled.refused(RESERVATION_ITEMS)
+        if "mode" in failed:
+            return Refusal("mode")
+        if "visitor" in failed:
+            return Refusal("ceiling")  # the visitor's own cap: no other shard helps
+        if failed & {"day", "month"}:
+            if memo is not None:
+                memo.remember(key, now, _room_at_most(cancelled, ceilings))
+            continue  # this shard is spent: try the next one
+        if "reservation" in failed:
+            raise ChatguardError("a reservation for this request id already exists")
+        raise DependencyUnavailable(f"DynamoDB TransactWriteItems (reservation) cancelled: "
+                                    f"{cancelled.reasons}")  # fmt: skip
+    return Refusal("ceiling")
+
+
+def _reservation_attempt(client: Any, items: list[dict[str, Any]], token: str) -> _Cancelled | None:
+    response, cancelled = _call(
+        "TransactWriteItems (reservation)",
+        client.transact_write_items,
+        contention=True,
+        TransactItems=items,
+        ClientRequestToken=token,
+    )
+    return None if response is not None else cancelled
+
+
+def shard_order(request_id: str, shards: int) -> list[int]:
+    """The shards a request tries, in order: its own (from a hash of its id), then the rest."""
+    first = int(hashlib.sha256(request_id.encode("utf-8")).hexdigest()[:8], 16) % shards
+    return [(first + i) % shards for i in range(shards)]
+
+
+def _room_at_most(cancelled: _Cancelled, ceilings: Ceilings) -> int | None:
+    """The most room the refused shard can have again this period, from ``settledMicros``
+    of its refused day/month items (None when neither came back)."""
+    rooms = []
+    refused = cancelled.refused(RESERVATION_ITEMS)
+    for name, ceiling in (("day", ceilings.day_shard), ("month", ceilings.month_shard)):
+        item = cancelled.old_item(RESERVATION_ITEMS, name)
+        if name in refused and item:
+            rooms.append(ceiling - int(item.get("settledMicros", {}).get("N", "0")))
+    return min(rooms) if rooms else None
+
+
+def _token(request_id: str, shard: int = 0) -> str:
+    # ClientRequestToken makes a resent transaction idempotent; it allows at most 36 chars.
+    # Each shard's transaction differs, so each gets its own token (a token reused with
+    # other items is refused as IdempotentParameterMismatch).
+    name = request_id if shard == 0 else f"{request_id}#{shard}"
+    return hashlib.sha256(name.encode("utf-8")).hexdigest()[:36]
+
+
+def reconcile(
+    client: Any,
+    table: str,
+    reservation: Reservation,
+    *,
+    actual_micros: int,
+    now: float,
+    pace: Pace = Pace(),
+) -> Settlement:
+    """Settle a reservation to the actual cost, in one transaction, at most once.
+
+    The reservation flips open -> settled under a condition, and the three totals move by
+    ``actual - reserved`` (normally <= 0) in the same transaction, so a repeat (a retried
+    Lambda, a replayed event, a retry here whose first attempt did land) is a no-op
+    reported as ``already_settled``. If the model somehow cost more than reserved, the
+    totals go up: never under-count real spend. Conflicts and throttling are retried with
+    ``SETTLE_BACKOFF``; past it, ReconcileError (the reservation stands: over-counts).
+    """
+    delta = actual_micros - reservation.reserved_micros
+    items = settlement_items(table, reservation, actual_micros, now)
+
+    def once() -> _Cancelled | None:
+        response, cancelled = _call(
+            "TransactWriteItems (reconcile)",
+            client.transact_write_items,
+            contention=True,
+            TransactItems=items,
+        )
+        return None if response is not None else cancelled
+
+    try:
+        cancelled = _retrying(once, SETTLE_BACKOFF, pace)
+    except _Contention as exc:
+        raise ReconcileError(f"reservation {reservation.id} not settled: {exc}") from exc
+    if cancelled is None:
+        return Settlement("settled", actual_micros, max(0, -delta))
+    if (
+        "reservation" in cancelled.refused(SETTLEMENT_ITEMS)
+        and _status(client, table, reservation.id) == "settled"
+    ):
+        return Settlement("already_settled", actual_micros, 0)
+    raise ReconcileError(f"reservation {reservation.id} could not be settled: {cancelled.reasons}")
+
+
+def _status(client: Any, table: str, request_id: str) -> str | None:
+    item = get_item(client, table, reservation_key(request_id), now=None)
+    return item.get("status", {}).get("S") if item else None
+
+
+def get_item(client: Any, table: str, key: Key, *, now: float | None) -> dict[str, Any] | None:
+    """A strongly consistent read that treats an item past its ``expiresAt`` as absent."""
+    response, _ = _call("GetItem", client.get_item, TableName=table, Key=key, ConsistentRead=True)
+    item: dict[str, Any] | None = (response or {}).get("Item")
+    if item and now is not None and "expiresAt" in item and int(item["expiresAt"]["N"]) <= now:
+        return None
+    return item
+
+
+def read_mode(client: Any, table: str, *, now: float) -> Mode:
+    """The operator switch; an absent item is ``normal``, an unknown value ``degraded``.
+
+    An unknown value is a typo by the operator: the safe reading spends nothing, and
+    degraded still answers visitors from the site's own text.
+    """
+    item = get_item(client, table, MODE_KEY, now=now)
+    value = (item or {}).get("mode", {}).get("S", "normal")
+    return value if value in MODES else "degraded"
+
+
+def read_cost(client: Any, table: str, key: Key, *, now: float) -> int:
+    """One total in micro-USD (0 for a missing or expired item): for the ops CLI and tests."""
+    item = get_item(client, table, key, now=now)
+    return int(item["costMicros"]["N"]) if item and "costMicros" in item else 0

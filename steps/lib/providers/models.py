@@ -1,0 +1,57 @@
+"""The two model seams: who answers, and who embeds the query.
+
+``responder(settings)`` and ``query_embedder(settings)`` are the only places that choose
+between Bedrock and the offline stand-ins, so tests and the local runtime patch exactly
+these two functions, or hand them a client (a botocore Stubber, a fake) to build Bedrock's
+adapters on instead of the container's. Handlers call them through the module
+(``models.responder(s)``) so a patch is seen. numpy is only touched by query embedders,
+which only S4 uses. The types every implementation meets live in interface.py (a leaf).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..runtime.settings import Settings
+from .interface import (
+    USAGE_KEYS,
+    CountUnavailable,
+    GuardVerdict,
+    ModelReply,
+    QueryEmbedder,
+    Responder,
+    usage_of,
+)
+
+# The interface's names, for the modules that reach the models through this seam.
+__all__ = [
+    "USAGE_KEYS", "CountUnavailable", "GuardVerdict", "ModelReply", "QueryEmbedder",
+    "Responder", "query_embedder", "responder", "usage_of",
+]  # fmt: skip
+
+
+def responder(s: Settings, client: Any = None, count_client: Any = None) -> Responder:
+    """Converse on ``client`` (and CountTokens on ``count_client``; both default to the
+    container's own clients), or the offline stand-in, which takes no client."""
+    if s.model_backend == "offline":
+        from .offline import ExtractiveResponder
+
+        return ExtractiveResponder(s)
+    from ..runtime import clients
+    from . import bedrock
+
+    if client is None:
+        client, count_client = clients.bedrock_runtime(), count_client or clients.bedrock_count()
+    return bedrock.BedrockResponder(s, client, count_client)
+
+
+def query_embedder(s: Settings, client: Any = None) -> QueryEmbedder:
+    """Titan on ``client`` (default: the container's own), or the offline stand-in."""
+    if s.model_backend == "offline":
+        from .offline import HashingQueryEmbedder
+
+        return HashingQueryEmbedder(s)
+    from ..runtime import clients
+    from . import bedrock
+
+    return bedrock.TitanEmbedder(s, client or clients.bedrock_runtime())
