@@ -79,11 +79,30 @@ EVENTS_DIR = ROOT / "tests" / "events"
 TYPICAL_USAGE = {"inputTokens": 2500, "outputTokens": 250}
 
 
-def step_event(stage: Stage) -> dict[str, Any]:
-    """The step's sample event from tests/events (kept in step with the handlers)."""
+def step_event(stage: Stage, today: str | None = None) -> dict[str, Any]:
+    """The step's sample event from tests/events (kept in step with the handlers), its
+    reservation dated ``today`` (UTC, default: the day the bench runs).
+
+    The probes run the handlers on the real clock, and S5 refuses a reservation whose day
+    has ended: a bench run on any day after the sample's would measure a refusal.
+    """
     name = stage.module.rsplit(".", 1)[-1]
     event: dict[str, Any] = json.loads((EVENTS_DIR / f"{name}.json").read_text("utf-8"))
-    return event
+    day = today or time.strftime("%Y-%m-%d", time.gmtime())
+    return _dated(event, day)
+
+
+def _dated(value: Any, day: str) -> Any:
+    if isinstance(value, dict):
+        dated = {k: _dated(v, day) for k, v in value.items()}
+        if "day" in dated:
+            dated["day"] = day
+        if "month" in dated:
+            dated["month"] = day[:7]
+        return dated
+    if isinstance(value, list):
+        return [_dated(v, day) for v in value]
+    return value
 
 
 SECRETS = {
