@@ -4,6 +4,8 @@ server around it."""
 
 from __future__ import annotations
 
+import http.client
+import json
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -104,6 +106,29 @@ def serve(
 ) -> Callable[..., ChatServer]:
     """A local server around the test's runtime."""
     return lambda **options: serve_factory(runtime, **options)
+
+
+def post(
+    server: ChatServer,
+    path: str,
+    body: bytes | str | dict[str, Any],
+    headers: dict[str, str] | None = None,
+) -> tuple[int, dict[str, Any]]:
+    data = (
+        body
+        if isinstance(body, bytes)
+        else (body.encode() if isinstance(body, str) else json.dumps(body).encode())
+    )
+    host, port = server.server_address[:2]
+    connection = http.client.HTTPConnection(host, port, timeout=60)
+    try:
+        connection.request(
+            "POST", path, body=data, headers={"Content-Type": "application/json", **(headers or {})}
+        )
+        response = connection.getresponse()
+        return response.status, json.loads(response.read() or b"{}")
+    finally:
+        connection.close()
 
 
 def items_by_key(runtime: LocalRuntime) -> dict[tuple[str, str], dict[str, Any]]:
