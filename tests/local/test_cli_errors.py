@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from chatguard.cli import main
 from indexer.build import build
 from indexer.policy import IndexPolicy
 from local import commands
-from local.cli import main
 from local.routes import Dispatcher, EdgeOptions, Request
 from local.runtime import LocalRuntime
 from steps.lib.hashing_embedder import HashingEmbedder
@@ -146,7 +146,7 @@ def test_an_interrupted_start_is_one_line_and_exit_130(
 
 def _cli(*argv: str, **kwargs: object) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "local", *argv], cwd=ROOT, text=True,
+        [sys.executable, "-m", "chatguard", *argv], cwd=ROOT, text=True,
         stderr=subprocess.PIPE, **kwargs,  # type: ignore[call-overload]
     )  # fmt: skip
 

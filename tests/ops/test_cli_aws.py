@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from local.cli import main
+from chatguard.cli import main
 from ops.aws import Aws, api_chat_url, find_output, stack_outputs
 from steps.lib.secrets import parse_secret
 
