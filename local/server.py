@@ -97,6 +97,11 @@ class ChatServer:
         host, port = self.server_address
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
+    @property
+    def open_connections(self) -> int:
+        """Connections the event loop holds now (uvicorn's own count)."""
+        return len(self._server.server_state.connections)
+
     def serve_forever(self) -> None:
         try:
             self._server.run(sockets=[self.socket])
