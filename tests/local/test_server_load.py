@@ -29,6 +29,9 @@ from .conftest import QUESTION
 
 CONTRACT_STATUSES = {200, 400, 403, 503}
 CLIENTS, EACH = 128, 2
+# A bound on a failure only: the 256 messages take about 10 s at the 25 answers a second
+# docs/benchmarks.md measured on a loaded 2-CPU machine, so 240 s is 24x that.
+BURST_DEADLINE_SECONDS = 240
 IDLE_CONNECTIONS = 40
 
 
@@ -48,7 +51,7 @@ def test_128_visitors_at_once_all_get_an_answer(
     roomy: LocalRuntime, serve_factory: Callable[..., ChatServer]
 ) -> None:
     server = serve_factory(roomy, **OPTIONS)
-    result = burst(server.url, CLIENTS, EACH, deadline_seconds=240)
+    result = burst(server.url, CLIENTS, EACH, deadline_seconds=BURST_DEADLINE_SECONDS)
     assert result.unfinished == 0
     assert dict(result.errors) == {}  # no reset, no timeout
     assert result.answered == CLIENTS * EACH
@@ -62,12 +65,15 @@ def test_the_same_burst_resets_visitors_on_the_standard_librarys_server(
 ) -> None:
     server, thread = stdlib_serve_in_thread(roomy, EdgeOptions(**OPTIONS))
     try:
-        result = burst(server.url, CLIENTS, EACH, deadline_seconds=240)
+        result = burst(server.url, CLIENTS, EACH, deadline_seconds=BURST_DEADLINE_SECONDS)
     finally:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
-    assert sum(result.errors.values()) > 0, result  # the harness sees resets when they happen
+    # The harness sees resets when they happen. This outcome rests on scheduling: on 128
+    # clients connecting at once against a listen backlog of 5, 25x over it (the benchmark
+    # in docs/benchmarks.md saw 224 of 512 requests reset at 128 clients).
+    assert sum(result.errors.values()) > 0, result
 
 
 def _half_open(url: str, count: int) -> list[socket.socket]:
