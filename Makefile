@@ -55,7 +55,7 @@ test: $(STAMP) $(KNOWLEDGE) browser velocity lint typecheck test-calendar
 # which the Makefile installs as root when it is missing): noon on the last day of a month
 # and of a year, and a run that crosses midnight UTC on New Year's Eve. Every other test
 # pins its own clock (tests/clock.py); this proves no test reads the real date after all.
-CALENDAR_TESTS := tests/steps tests/local/test_invariants.py tests/local/test_release.py
+CALENDAR_TESTS := tests/steps tests/local/test_workflow_invariants.py tests/local/test_release.py
 CALENDAR := "@2026-11-30 12:00:00" "@2026-12-31 12:00:00" "@2026-12-31 23:59:50"
 test-calendar: $(STAMP) $(KNOWLEDGE)
 	@command -v faketime >/dev/null 2>&1 || { \

@@ -1,10 +1,10 @@
 """A cheaper rollback for moto's DynamoDB TransactWriteItems.
 
 moto 5.2 backs up the WHOLE table (``copy.deepcopy``) once per item of a transaction, so
-it can roll back a cancelled one. The pipeline runs two five-item transactions per
-message, so each message copied the table ten times: fine for a unit test, but a local
-server slowed down with every message it had ever answered (a 600-item table already cost
-about 80 ms per transaction).
+it can roll back a cancelled one. The pipeline runs two transactions per message (the
+reservation, five items; the settlement, four), so each message copied the table nine
+times: fine for a unit test, but a local server slowed down with every message it had ever
+answered (a 600-item table already cost about 80 ms per transaction).
 
 Here the table is not copied; instead the items the transaction names are saved before it
 runs and put back if it is cancelled. That is the same all-or-nothing result, because the

@@ -64,7 +64,7 @@ class Request:
     method: str
     path: str  # without the query string
     headers: Mapping[str, str]  # names in lower case
-    body: bytes  # at most `Dispatcher.body_limit(...) + 1` bytes: the server stops reading there
+    body: bytes  # at most `Dispatcher.body_limit(...) + 1` bytes: the server keeps no more
     peer: tuple[str, int]  # the socket peer: never logged
 
 
@@ -134,7 +134,9 @@ class Dispatcher:
         self.cross_origin: CrossOrigin = cross_origin or ListedOrigins(options.site_origins)
 
     def body_limit(self, method: str, path: str) -> int:
-        """How many body bytes a route reads; the server drops the rest unread."""
+        """How many body bytes a route takes. A server keeps one more (to tell "too large")
+        and no others: local/server.py reads the rest only to drop it (past its drain limit
+        it hangs up), local/stdlib_server.py leaves it unread and closes the connection."""
         if method != "POST":
             return 0
         if path in CHAT_PATHS:

@@ -1,8 +1,9 @@
 """`chatguard serve`: the HTTP contract (local/routes.py) on uvicorn, on loopback.
 
 Why uvicorn: the standard library's server listens with a backlog of 5 and starts a thread
-per connection; with 64 visitors sending at once it resets more than half of them.
-docs/benchmarks.md ("Local server") has both measured on the same harness. Here:
+per connection; with 64 or 128 visitors sending at once it resets a share of them, where
+uvicorn resets none. docs/benchmarks.md ("Local server") has both measured on the same
+harness. Here:
 
 - one event loop owns every socket, so an idle or slow connection costs a few kilobytes,
   never a thread; the executions run on a fixed pool of `WORKERS` threads;
@@ -95,6 +96,11 @@ class ChatServer:
     def url(self) -> str:
         host, port = self.server_address
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+    @property
+    def open_connections(self) -> int:
+        """Connections the event loop holds now (uvicorn's own count)."""
+        return len(self._server.server_state.connections)
 
     def serve_forever(self) -> None:
         try:

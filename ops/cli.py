@@ -41,7 +41,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     where.add_argument("--profile", help="AWS profile (default: the usual credential chain)")
     where.add_argument("--region", help="AWS region of the chat stack")
     where.add_argument("--stack", default=DEFAULT_STACK, help="stack whose outputs to read")
-    # Commands that also run offline; billing-services and traces read AWS only.
+    # Commands that take --local: spend, mode, rotate and verify run against either side,
+    # `trace last` reads a local server only, and enable-model refuses it in one line (it
+    # calls Bedrock). billing-services and traces read AWS only.
     common = argparse.ArgumentParser(add_help=False, parents=[aws_only])
     common.add_argument("--local", metavar="URL", help="a local `chatguard serve` instead of AWS")
 

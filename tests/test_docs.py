@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from local.cli import build_parser
+from chatguard.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -1,7 +1,9 @@
 """Chat stack: data, secrets, guardrail, the seven steps, workflow, API, CDN, budgets, alarms.
 
-Each step's grants and the environment variables naming what was granted sit side by side
-in ``_steps``: what a step may touch and what it is told about are read together.
+Each step's grants sit in ``_steps``, one list per step. The settings each step is told
+(its CHATGUARD_* environment variables, among them the names of what it was granted) are
+listed in infra/step_wiring.py, which a test keeps equal to what each step's code reads
+(tests/infra/test_step_wiring.py); ``_environment`` turns that list into variables.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ class ServerProcess:
 
     def __enter__(self) -> ServerProcess:
         # Port 0: the server binds a free port and prints the URL it got.
-        command = [sys.executable, "-m", "local.cli", "serve", "--host", "127.0.0.1",
+        command = [sys.executable, "-m", "chatguard", "serve", "--host", "127.0.0.1",
                    "--port", "0", "--quiet", "--trust-viewer-address", *self.flags]  # fmt: skip
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self._process = subprocess.Popen(

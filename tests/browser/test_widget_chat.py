@@ -105,6 +105,9 @@ def test_markup_typed_by_a_visitor_stays_text_through_the_real_server(
     assert widget.host.locator("img").count() == 0
     page.reload()
     expect(widget.questions.first).to_have_text("You said: " + payload)
+    # No <img> after the reload either: no handler can run, whatever the machine's speed
+    # (the wait below alone could end before a slow page fired one).
+    assert widget.host.locator("img").count() == 0
     page.wait_for_timeout(300)
     assert page.evaluate("window.__pwned") is None
 

@@ -78,6 +78,13 @@ def test_every_failure_has_its_own_friendly_message(page: Page, chat_server: str
 def test_sending_is_disabled_while_a_request_is_in_flight(page: Page, chat_server: str) -> None:
     held: list[Route] = []
     page.route("**/chat", lambda route: held.append(route))
+    # The widget calls fetch inside the key and click handlers, which have run by the time
+    # Playwright returns: counting the calls in the page needs no wait, where the routed
+    # requests below reach Python only after a wait a loaded machine could outlast.
+    page.add_init_script(
+        "window.__fetches = 0; const sent = window.fetch; window.fetch = function (...args)"
+        "{ window.__fetches += 1; return sent.apply(this, args); };"
+    )
     page.goto(chat_server + "/")
     widget = Widget(page).open()
     widget.input.fill("one")
@@ -87,6 +94,7 @@ def test_sending_is_disabled_while_a_request_is_in_flight(page: Page, chat_serve
     widget.input.fill("two")
     widget.input.press("Enter")
     widget.send_button.click(force=True)
+    assert page.evaluate("window.__fetches") == 1, "a second request left while in flight"
     page.wait_for_timeout(200)
     assert len(held) == 1, "a second request left while the first was in flight"
     fulfil(200, {"reply": "answer one", "sources": [], "sig": "s1"})(held[0])

@@ -147,7 +147,7 @@ def test_python_dash_m_indexer_and_the_chatguard_subcommand(tmp_path: Path) -> N
     assert "2 excluded" in done.stdout and "hashing-v2 x 1024" in done.stdout
     metadata = json.loads((out / "knowledge.json").read_text(encoding="utf-8"))
     assert metadata["embedder"] == {"id": "hashing-v2", "dimensions": 1024}
-    from local.cli import build_parser
+    from chatguard.cli import build_parser
 
     args = build_parser().parse_args(["index", str(SAMPLE_SITE), "--out", str(out)])
     assert args.func is cli.run

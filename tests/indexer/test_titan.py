@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import threading
@@ -17,10 +18,15 @@ from indexer.titan import EmbeddingFailed, TitanEmbedder
 class FakeBedrock:
     """Stands in for bedrock-runtime: deterministic vectors, counted calls, scripted errors."""
 
-    def __init__(self, errors: list[str] | None = None, delay: float = 0.0) -> None:
+    def __init__(
+        self, errors: list[str] | None = None, delay: float = 0.0, overlap: int = 0
+    ) -> None:
         self.calls: list[str] = []
         self.errors = list(errors or [])
         self.delay = delay
+        # The first `overlap` calls wait for one another (up to a minute, then go on), so
+        # calls that can run together are seen together however the threads are scheduled.
+        self._meet = threading.Barrier(overlap) if overlap > 1 else None
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
@@ -34,7 +40,11 @@ class FakeBedrock:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             error = self.errors.pop(0) if self.errors else None
+            meet = self._meet if self._meet and len(self.calls) <= self._meet.parties else None
         try:
+            if meet is not None:
+                with contextlib.suppress(threading.BrokenBarrierError):
+                    meet.wait(timeout=60)
             time.sleep(self.delay)
             if error:
                 raise ClientError({"Error": {"Code": error, "Message": "no"}}, "InvokeModel")
@@ -83,7 +93,9 @@ def test_identical_texts_are_embedded_once(tmp_path: Path) -> None:
 
 
 def test_concurrency_is_bounded(tmp_path: Path) -> None:
-    client = FakeBedrock(delay=0.01)
+    # Two calls are made to meet (more than one in flight, on any machine); the delay gives
+    # an unbounded pool the chance to show more than three.
+    client = FakeBedrock(delay=0.01, overlap=2)
     embedder(client, tmp_path, concurrency=3).embed([f"text {i}" for i in range(24)])
     assert 1 < client.max_in_flight <= 3
 

@@ -4,7 +4,10 @@ server around it."""
 
 from __future__ import annotations
 
+import http.client
+import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +18,7 @@ from local.routes import EdgeOptions
 from local.runtime import LocalRuntime, Outcome
 from local.server import ChatServer, serve_in_thread
 from local.wire import Contention
+from steps.lib.money import ledger
 from steps.lib.runtime.settings import DEFAULT_KNOWLEDGE_DIR, PROJECT_ROOT, Settings
 from tests.clock import at, pin
 
@@ -55,6 +59,42 @@ def fixed_wall_clock() -> Iterator[None]:
     restored its own, putting the runtime's counting wrappers back for later tests."""
     patch = pytest.MonkeyPatch()
     pin(patch, at("2026-11-29 12:00:00"))
+    yield
+    patch.undo()
+
+
+class RetryClock:
+    """The clock of the ledger's retries in the end-to-end tests: each thread's (one
+    execution runs on one thread) moves only when its retry loop sleeps, and the jitter is
+    the middle of its range. How many attempts fit in a retry budget is then the same on a
+    fast machine, a loaded one and under faketime; the sleep itself is still real, so
+    other executions run meanwhile, as they would on AWS."""
+
+    def __init__(self) -> None:
+        self._slept = threading.local()
+
+    def now(self) -> float:
+        return float(getattr(self._slept, "seconds", 0.0))
+
+    def sleep(self, seconds: float) -> None:
+        self._slept.seconds = self.now() + seconds
+        time.sleep(seconds)
+
+    def pace(self) -> ledger.Pace:
+        return ledger.Pace(clock=self.now, sleep=self.sleep, draw=lambda: 0.5)
+
+
+@pytest.fixture(autouse=True)
+def retries_on_their_own_clock() -> Iterator[None]:
+    """S3's and S6's retry budgets (``RESERVATION_BACKOFF``, ``SETTLE_BACKOFF``) counted on a
+    `RetryClock`, not the machine's: on a loaded machine a budget in real seconds admits
+    fewer attempts (CI saw it in a ledger test), so a settlement that would land could run
+    out. The handlers pass no pace, so the ledger's default is replaced. Its own
+    MonkeyPatch, for the reason `fixed_wall_clock` gives."""
+    pace = RetryClock().pace()
+    patch = pytest.MonkeyPatch()
+    for function in (ledger.reserve, ledger.reconcile):
+        patch.setitem(function.__kwdefaults__, "pace", pace)
     yield
     patch.undo()
 
@@ -104,6 +144,29 @@ def serve(
 ) -> Callable[..., ChatServer]:
     """A local server around the test's runtime."""
     return lambda **options: serve_factory(runtime, **options)
+
+
+def post(
+    server: ChatServer,
+    path: str,
+    body: bytes | str | dict[str, Any],
+    headers: dict[str, str] | None = None,
+) -> tuple[int, dict[str, Any]]:
+    data = (
+        body
+        if isinstance(body, bytes)
+        else (body.encode() if isinstance(body, str) else json.dumps(body).encode())
+    )
+    host, port = server.server_address[:2]
+    connection = http.client.HTTPConnection(host, port, timeout=60)
+    try:
+        connection.request(
+            "POST", path, body=data, headers={"Content-Type": "application/json", **(headers or {})}
+        )
+        response = connection.getresponse()
+        return response.status, json.loads(response.read() or b"{}")
+    finally:
+        connection.close()
 
 
 def items_by_key(runtime: LocalRuntime) -> dict[tuple[str, str], dict[str, Any]]:

@@ -18,11 +18,11 @@ from botocore.config import Config
 from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
 
+from chatguard.cli import main
 from indexer.build import build
 from indexer.policy import IndexPolicy
 from local import bedrock_access
 from local.bedrock_access import BedrockAccess, BedrockSetupError, check_models, open_access
-from local.cli import main
 from local.runtime import LocalRuntime
 from steps.lib.grounding.knowledge import bedrock_embedder_id
 from steps.lib.money import pricing

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from local.cli import main
+from chatguard.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,7 +70,7 @@ def test_demo_shows_each_layer_refusing_in_turn(capsys: pytest.CaptureFixture[st
 def test_serve_prints_its_url_and_answers_chat(knowledge_dir: Path) -> None:
     env = {**os.environ, "CHATGUARD_KNOWLEDGE_DIR": str(knowledge_dir)}
     server = subprocess.Popen(
-        [sys.executable, "-m", "local", "serve", "--port", "0", "--quiet"],
+        [sys.executable, "-m", "chatguard", "serve", "--port", "0", "--quiet"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip
     try:

@@ -8,8 +8,8 @@ the total, then add) does overshoot, so the test can fail."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,8 +26,6 @@ SIMULTANEOUS = 64
 # one interpreter and would trickle in. The harness holds each at the gate until all 64
 # are there (for both gates alike), so the race is the one production would see.
 GATE_WAIT_SECONDS = 240  # generous: a busy machine must not let them trickle past it
-# A real DynamoDB round trip between the read and the write of check-then-add.
-ROUND_TRIP_SECONDS = 0.005
 
 
 # A fifth of transaction items meet a conflict or a throttle (seeded).
@@ -81,12 +79,19 @@ def _check_then_add(
     micros: int,
     ceilings: ledger.Ceilings,
     now: float,
+    reads: threading.Barrier,
     **_options: Any,  # the memo and retry pace: the naive gate has neither
 ) -> Any:
-    """The naive gate the hard cap rules out: read the day's total, then add to it."""
+    """The naive gate the hard cap rules out: read the day's total, then add to it.
+
+    Between its read and its write each execution waits until all have read (``reads``).
+    On AWS the executions run on as many machines and a read is a network round trip, so
+    every read lands before the first write; here they share one interpreter, and a sleep
+    in its place left the interleaving, and so the test's outcome, to the scheduler."""
     item = ledger.get_item(client, table, ledger.day_key(day), now=now)
     total = int(item["costMicros"]["N"]) if item and "costMicros" in item else 0
-    time.sleep(ROUND_TRIP_SECONDS)
+    with contextlib.suppress(threading.BrokenBarrierError):
+        reads.wait(timeout=GATE_WAIT_SECONDS)
     if total + micros > ceilings.day:
         return ledger.Refusal("ceiling")
     month = ledger.month_of(day)
@@ -145,7 +150,8 @@ def test_the_same_burst_overshoots_with_check_then_add(
     make_runtime: Callable[..., LocalRuntime], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     runtime = _tiny_ceiling_runtime(make_runtime)
-    monkeypatch.setattr(ledger, "reserve", _aligned(_check_then_add))
+    naive = functools.partial(_check_then_add, reads=threading.Barrier(SIMULTANEOUS))
+    monkeypatch.setattr(ledger, "reserve", _aligned(naive))
     outcomes = _burst(runtime)
 
     answered = [o for o in outcomes if "sig" in o.body]

@@ -5,6 +5,7 @@ fails closed."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
@@ -40,6 +41,36 @@ def test_a_real_outage_at_the_reservation_still_fails_closed(
     with runtime.wire.fault("dynamodb", failing, ["TransactWriteItems"]):
         outcome = runtime.send(QUESTION, ip="198.51.100.7")
     assert outcome.status == 503 and runtime.model_calls == 0
+
+
+def test_a_slower_machine_makes_the_same_number_of_attempts(
+    make_runtime: Callable[..., LocalRuntime], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The retries here count their budget on conftest's RetryClock: a machine that takes
+    0.2 s longer per attempt makes exactly as many, so no assertion in this module depends
+    on the machine's speed. On the real clock (the naive harness) that slowness costs
+    attempts."""
+    runtime = make_runtime(contention=EVERY_GLOBAL_ITEM)
+    once = ledger._reservation_attempt
+
+    def slow_attempt(*args: object) -> object:
+        time.sleep(0.2)
+        return once(*args)
+
+    def attempts(slow: bool, pace: ledger.Pace | None = None) -> int:
+        if pace is not None:
+            monkeypatch.setitem(ledger.reserve.__kwdefaults__, "pace", pace)
+        if slow:
+            monkeypatch.setattr(ledger, "_reservation_attempt", slow_attempt)
+        before = runtime.wire.counts()["dynamodb", "TransactWriteItems"]
+        outcome = runtime.send(QUESTION, ip=f"198.51.100.{11 + before}")
+        assert outcome.body.get("degraded") is True
+        monkeypatch.setattr(ledger, "_reservation_attempt", once)
+        return runtime.wire.counts()["dynamodb", "TransactWriteItems"] - before
+
+    fast = attempts(slow=False)
+    assert attempts(slow=True) == fast > 3
+    assert attempts(slow=True, pace=ledger.Pace()) < fast
 
 
 @pytest.mark.parametrize("retrying", [True, False], ids=["as built", "naive: no settle retry"])

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from chatguard.cli import main
 from indexer.build import build
 from indexer.policy import IndexPolicy
-from local.cli import main
 from local.commands import local_settings
 from local.preflight import knowledge_problem
 from steps.lib.grounding.knowledge import SCHEMA_VERSION, load_knowledge, seal

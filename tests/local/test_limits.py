@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chatguard.cli import main
 from local import limits
-from local.cli import main
 from local.server import ChatServer
 from steps.lib.money.pricing import largest_reserve_micros
 from steps.lib.runtime.settings import Settings

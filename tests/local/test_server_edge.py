@@ -8,37 +8,13 @@ import http.client
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
 from local.runtime import LocalRuntime
 from local.server import ChatServer
 
-from .conftest import QUESTION
-
-
-def post(
-    server: ChatServer,
-    path: str,
-    body: bytes | str | dict[str, Any],
-    headers: dict[str, str] | None = None,
-) -> tuple[int, dict[str, Any]]:
-    data = (
-        body
-        if isinstance(body, bytes)
-        else (body.encode() if isinstance(body, str) else json.dumps(body).encode())
-    )
-    host, port = server.server_address[:2]
-    connection = http.client.HTTPConnection(host, port, timeout=60)
-    try:
-        connection.request(
-            "POST", path, body=data, headers={"Content-Type": "application/json", **(headers or {})}
-        )
-        response = connection.getresponse()
-        return response.status, json.loads(response.read() or b"{}")
-    finally:
-        connection.close()
+from .conftest import QUESTION, post
 
 
 def get(server: ChatServer, path: str) -> tuple[int, str, bytes]:

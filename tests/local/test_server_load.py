@@ -29,6 +29,9 @@ from .conftest import QUESTION
 
 CONTRACT_STATUSES = {200, 400, 403, 503}
 CLIENTS, EACH = 128, 2
+# A bound on a failure only: the 256 messages take about 10 s at the 25 answers a second
+# docs/benchmarks.md measured on a loaded 2-CPU machine, so 240 s is 24x that.
+BURST_DEADLINE_SECONDS = 240
 IDLE_CONNECTIONS = 40
 
 
@@ -48,7 +51,7 @@ def test_128_visitors_at_once_all_get_an_answer(
     roomy: LocalRuntime, serve_factory: Callable[..., ChatServer]
 ) -> None:
     server = serve_factory(roomy, **OPTIONS)
-    result = burst(server.url, CLIENTS, EACH, deadline_seconds=240)
+    result = burst(server.url, CLIENTS, EACH, deadline_seconds=BURST_DEADLINE_SECONDS)
     assert result.unfinished == 0
     assert dict(result.errors) == {}  # no reset, no timeout
     assert result.answered == CLIENTS * EACH
@@ -62,12 +65,15 @@ def test_the_same_burst_resets_visitors_on_the_standard_librarys_server(
 ) -> None:
     server, thread = stdlib_serve_in_thread(roomy, EdgeOptions(**OPTIONS))
     try:
-        result = burst(server.url, CLIENTS, EACH, deadline_seconds=240)
+        result = burst(server.url, CLIENTS, EACH, deadline_seconds=BURST_DEADLINE_SECONDS)
     finally:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
-    assert sum(result.errors.values()) > 0, result  # the harness sees resets when they happen
+    # The harness sees resets when they happen. This outcome rests on scheduling: on 128
+    # clients connecting at once against a listen backlog of 5, 25x over it (the benchmark
+    # in docs/benchmarks.md saw 224 of 512 requests reset at 128 clients).
+    assert sum(result.errors.values()) > 0, result
 
 
 def _half_open(url: str, count: int) -> list[socket.socket]:
@@ -81,10 +87,21 @@ def _half_open(url: str, count: int) -> list[socket.socket]:
     return sockets
 
 
-def _threads_after(open_connections: Callable[[], list[socket.socket]]) -> tuple[int, Any]:
+# How long a server may take to accept the idle connections: they are accepted in
+# milliseconds, and this bounds only a failure, so it is far beyond any loaded machine.
+ACCEPT_SECONDS = 30
+
+
+def _threads_after(
+    open_connections: Callable[[], list[socket.socket]], held: Callable[[int], bool]
+) -> tuple[int, Any]:
+    """Thread growth once the server holds the connections (``held(grown)``), waited for
+    rather than slept for: a fixed sleep could end before a loaded machine accepted them."""
     before = threading.active_count()
     sockets = open_connections()
-    time.sleep(0.5)  # let the server accept them
+    stop_at = time.monotonic() + ACCEPT_SECONDS
+    while not held(threading.active_count() - before) and time.monotonic() < stop_at:
+        time.sleep(0.01)
     return threading.active_count() - before, sockets
 
 
@@ -92,9 +109,14 @@ def test_idle_connections_hold_no_thread(
     runtime: LocalRuntime, serve: Callable[..., ChatServer]
 ) -> None:
     server = serve()
-    grown, sockets = _threads_after(lambda: _half_open(server.url, IDLE_CONNECTIONS))
+    grown, sockets = _threads_after(
+        lambda: _half_open(server.url, IDLE_CONNECTIONS),
+        held=lambda _grown: server.open_connections >= IDLE_CONNECTIONS,
+    )
+    held = server.open_connections
     for sock in sockets:
         sock.close()
+    assert held == IDLE_CONNECTIONS, held  # all accepted, so the count below means something
     assert grown < 5  # the event loop holds them, not threads
     # and the server still answers while they sat there
     assert _post(server.url, QUESTION)[0] == 200
@@ -105,7 +127,10 @@ def test_the_standard_librarys_server_holds_a_thread_per_idle_connection(
 ) -> None:
     server, thread = stdlib_serve_in_thread(runtime, EdgeOptions(), queue_size=64)
     try:
-        grown, sockets = _threads_after(lambda: _half_open(server.url, IDLE_CONNECTIONS))
+        grown, sockets = _threads_after(
+            lambda: _half_open(server.url, IDLE_CONNECTIONS),
+            held=lambda grown: grown >= IDLE_CONNECTIONS,
+        )
         for sock in sockets:
             sock.close()
     finally:
@@ -138,19 +163,26 @@ def _closed_within(sock: socket.socket, seconds: float, trickle: bytes = b"") ->
     return None
 
 
+# The slow-client tests run a real server's cut-off (1 s here) in real time: that duration
+# is the point. They wait up to 30x it for the close, so a loaded machine still sees it.
+CUT_OFF_SECONDS = 1.0
+CLOSE_WAIT_SECONDS = 30 * CUT_OFF_SECONDS
+
+
 def test_a_trickled_request_head_is_cut_off(
     runtime: LocalRuntime, serve: Callable[..., ChatServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(server_module, "HEAD_SECONDS", 1.0)
+    monkeypatch.setattr(server_module, "HEAD_SECONDS", CUT_OFF_SECONDS)
     server = serve()
     (sock,) = _half_open(server.url, 1)
     try:
-        assert _closed_within(sock, 8, trickle=b"X") is not None  # a header byte every 1/4 s
+        # A header byte every 1/4 s: each keeps the connection busy, none completes the head.
+        assert _closed_within(sock, CLOSE_WAIT_SECONDS, trickle=b"X") is not None
     finally:
         sock.close()
     (silent,) = _half_open(server.url, 1)
     try:
-        assert _closed_within(silent, 8) is not None
+        assert _closed_within(silent, CLOSE_WAIT_SECONDS) is not None
     finally:
         silent.close()
 
@@ -158,12 +190,12 @@ def test_a_trickled_request_head_is_cut_off(
 def test_a_slow_body_gets_a_408_and_no_execution(
     runtime: LocalRuntime, serve: Callable[..., ChatServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(server_module, "BODY_SECONDS", 1.0)
+    monkeypatch.setattr(server_module, "BODY_SECONDS", CUT_OFF_SECONDS)
     server = serve()
     port = int(server.url.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(b"POST /chat HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
-        received = _closed_within(sock, 8)
+        received = _closed_within(sock, CLOSE_WAIT_SECONDS)
     assert received is not None and received.startswith(b"HTTP/1.1 408"), received
     assert runtime.ledger_items() == [] and runtime.model_calls == 0
 

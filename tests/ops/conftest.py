@@ -1,4 +1,5 @@
-"""moto fixtures for the operator CLI: one account, the table, the secrets, a distribution."""
+"""moto fixtures for the operator CLI: one account, the table, the secrets, a distribution,
+and canned Cost Explorer answers."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 
 import boto3
 import pytest
+import requests
 from moto import mock_aws
 
 from local.tables import create_ledger_table
@@ -99,3 +101,40 @@ def cloudfront(aws_env):
     client = aws_env.client("cloudfront")
     created = client.create_distribution(DistributionConfig=distribution_config("a" * 43))
     return client, created["Distribution"]["Id"]
+
+
+def cost_group(service, amount):
+    return {"Keys": [service], "Metrics": {"UnblendedCost": {"Amount": amount, "Unit": "USD"}}}
+
+
+def canned_costs(groups_by_period):
+    results = {
+        "results": [
+            {
+                "ResultsByTime": [
+                    {
+                        "TimePeriod": {"Start": "2026-12-16", "End": "2027-01-01"},
+                        "Total": {},
+                        "Groups": groups_by_period[0],
+                        "Estimated": False,
+                    },
+                    {
+                        "TimePeriod": {"Start": "2027-01-01", "End": "2027-01-15"},
+                        "Total": {},
+                        "Groups": groups_by_period[1],
+                        "Estimated": True,
+                    },
+                ],
+                "DimensionValueAttributes": [],
+            }
+        ]
+    }
+    # moto's own API for canned Cost Explorer answers (intercepted in-process by mock_aws).
+    response = requests.post(
+        "http://motoapi.amazonaws.com/moto-api/static/ce/cost-and-usage-results", json=results
+    )
+    assert response.status_code == 201
+
+
+# The name model spend bills under when it arrives through AWS Marketplace.
+MARKETPLACE = "Claude Haiku 4.5 (Amazon Bedrock Edition)"

@@ -4,61 +4,25 @@ from __future__ import annotations
 
 from datetime import date
 
-import requests
-
 from ops import billing
+
+from .conftest import MARKETPLACE, canned_costs, cost_group
 
 TODAY = date(2027, 1, 15)
 
 
-def _group(service, amount):
-    return {"Keys": [service], "Metrics": {"UnblendedCost": {"Amount": amount, "Unit": "USD"}}}
-
-
-def _canned_costs(groups_by_period):
-    results = {
-        "results": [
-            {
-                "ResultsByTime": [
-                    {
-                        "TimePeriod": {"Start": "2026-12-16", "End": "2027-01-01"},
-                        "Total": {},
-                        "Groups": groups_by_period[0],
-                        "Estimated": False,
-                    },
-                    {
-                        "TimePeriod": {"Start": "2027-01-01", "End": "2027-01-15"},
-                        "Total": {},
-                        "Groups": groups_by_period[1],
-                        "Estimated": True,
-                    },
-                ],
-                "DimensionValueAttributes": [],
-            }
-        ]
-    }
-    # moto's own API for canned Cost Explorer answers (intercepted in-process by mock_aws).
-    response = requests.post(
-        "http://motoapi.amazonaws.com/moto-api/static/ce/cost-and-usage-results", json=results
-    )
-    assert response.status_code == 201
-
-
-MARKETPLACE = "Claude Haiku 4.5 (Amazon Bedrock Edition)"
-
-
 def _bill(aws_env):
-    _canned_costs(
+    canned_costs(
         [
             [
-                _group("Amazon Bedrock", "0.40"),
-                _group(MARKETPLACE, "3.10"),
-                _group("AWS Lambda", "0.02"),
+                cost_group("Amazon Bedrock", "0.40"),
+                cost_group(MARKETPLACE, "3.10"),
+                cost_group("AWS Lambda", "0.02"),
             ],
             [
-                _group("Amazon Bedrock", "0.10"),
-                _group(MARKETPLACE, "1.00"),
-                _group("Amazon DynamoDB", "0"),
+                cost_group("Amazon Bedrock", "0.10"),
+                cost_group(MARKETPLACE, "1.00"),
+                cost_group("Amazon DynamoDB", "0"),
             ],
         ]
     )
@@ -115,9 +79,9 @@ def test_pages_of_cost_explorer_are_all_read():
         def get_cost_and_usage(self, **kwargs):
             self.tokens.append(kwargs.get("NextPageToken"))
             groups = (
-                [_group("Amazon Bedrock", "1.00")]
+                [cost_group("Amazon Bedrock", "1.00")]
                 if len(self.tokens) == 1
-                else [_group(MARKETPLACE, "2.00")]
+                else [cost_group(MARKETPLACE, "2.00")]
             )
             page = {"ResultsByTime": [{"Groups": groups}]}
             if len(self.tokens) == 1:

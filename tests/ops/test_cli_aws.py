@@ -6,12 +6,11 @@ import json
 
 import pytest
 
-from local.cli import main
+from chatguard.cli import main
 from ops.aws import Aws, api_chat_url, find_output, stack_outputs
 from steps.lib.runtime.secrets import parse_secret
 
-from .conftest import TABLE
-from .test_billing import MARKETPLACE, _canned_costs, _group
+from .conftest import MARKETPLACE, TABLE, canned_costs, cost_group
 
 REGION = ["--region", "us-east-1"]
 
@@ -53,7 +52,7 @@ def test_the_origin_url_is_built_from_the_stack_api_id(aws_env):
 
 
 def test_billing_services_reads_the_deployed_model_budget_by_default(aws_env, capsys):
-    _canned_costs([[_group("Amazon Bedrock", "0.40"), _group(MARKETPLACE, "3.10")], []])
+    canned_costs([[cost_group("Amazon Bedrock", "0.40"), cost_group(MARKETPLACE, "3.10")], []])
     account = aws_env.client("sts").get_caller_identity()["Account"]
     aws_env.client("budgets").create_budget(AccountId=account, Budget={
         "BudgetName": "ChatguardChat-us-east-1-model-monthly",
@@ -98,7 +97,7 @@ def test_rotate_origin_secret_without_a_distribution_is_a_clear_error(ssm, capsy
 
 
 def test_billing_services_exits_non_zero_when_the_budget_misses_a_model_service(aws_env, capsys):
-    _canned_costs([[_group("Amazon Bedrock", "0.40"), _group(MARKETPLACE, "3.10")], []])
+    canned_costs([[cost_group("Amazon Bedrock", "0.40"), cost_group(MARKETPLACE, "3.10")], []])
     account = aws_env.client("sts").get_caller_identity()["Account"]
     aws_env.client("budgets").create_budget(AccountId=account, Budget={
         "BudgetName": "model", "BudgetLimit": {"Amount": "15", "Unit": "USD"},
@@ -109,7 +108,7 @@ def test_billing_services_exits_non_zero_when_the_budget_misses_a_model_service(
 
 
 def test_billing_services_falls_back_to_the_cdk_json_filter(aws_env, capsys):
-    _canned_costs([[_group("Amazon Bedrock", "0.40"), _group(MARKETPLACE, "3.10")], []])
+    canned_costs([[cost_group("Amazon Bedrock", "0.40"), cost_group(MARKETPLACE, "3.10")], []])
     code, out, _ = _run(capsys, "billing-services")
     assert code == 0 and 'cdk.json "chatguard/ops"' in out and "WARNING" not in out
 

@@ -8,7 +8,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from local.cli import main
+from chatguard.cli import main
 from ops import first_call
 from ops.aws import Aws, project_settings
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from local.cli import main
+from chatguard.cli import main
 from ops.http import request
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +20,7 @@ STEPS = ("OriginVerify", "Quota", "CostGate", "Retrieve", "Invoke", "Reconcile")
 
 def _start(*flags):
     return subprocess.Popen(
-        [sys.executable, "-m", "local", "serve", "--port", "0", "--quiet", *flags],
+        [sys.executable, "-m", "chatguard", "serve", "--port", "0", "--quiet", *flags],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
@@ -127,7 +127,7 @@ def test_aws_only_commands_do_not_offer_local(command, capsys):
 
 def test_verify_local_passes_against_the_real_server(servers):
     done = subprocess.run(
-        [sys.executable, "-m", "local", "verify", "--local", servers[1]],
+        [sys.executable, "-m", "chatguard", "verify", "--local", servers[1]],
         cwd=ROOT, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr

@@ -1,5 +1,7 @@
-"""The README's invariants at handler level: never blind, fail closed, cheapest first,
-no client text near the system block, no identity minting, self-resetting."""
+"""The README's invariants at handler level, the handlers chained in-process over moto
+(tests/steps/flow.py): never blind, fail closed, cheapest first, no client text near the
+system block, no identity minting, self-resetting. The whole workflow on the local engine
+proves them again in tests/local/test_workflow_invariants.py."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""The README's invariants end to end (1, the hard cap under concurrency, is test_concurrency;
-3, fail closed, is test_faults and test_paths): never blind, cheapest first, no client
-text near the system block, no identity minting, self-resetting. Each runs as shipped, with
-conflicts and throttles injected into every DynamoDB transaction, and with the ceiling in
-shards."""
+"""The README's invariants through the whole workflow: the real ASL on the local engine,
+behind the local server (handler by handler, over moto: tests/steps/test_handler_invariants.py).
+1, the hard cap under concurrency, is test_concurrency; 3, fail closed, is test_faults and
+test_paths. Here: never blind, cheapest first, no client text near the system block, no
+identity minting, self-resetting. Each runs as shipped, with conflicts and throttles
+injected into every DynamoDB transaction, and with the ceiling in shards."""
 
 from __future__ import annotations
 
@@ -19,8 +20,7 @@ from steps.lib.providers import models
 from steps.lib.request.identity import day_of
 from tests.clock import INSTANTS, pin
 
-from .conftest import QUESTION, VISITOR, items_by_key, reservations
-from .test_server_edge import post
+from .conftest import QUESTION, VISITOR, items_by_key, post, reservations
 
 
 @pytest.fixture(

@@ -15,6 +15,8 @@ from importlib import metadata
 from typing import NoReturn
 
 # Each module exposes register(subparsers); a subcommand sets `func` via set_defaults.
+# indexer: index; local: chat, demo, serve; ops: spend, mode, rotate, billing-services,
+# traces, trace, enable-model, verify.
 _PROVIDERS = ("indexer.cli", "local.commands", "ops.cli")
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130

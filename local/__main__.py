@@ -1,5 +1,0 @@
-import sys
-
-from local.cli import main
-
-sys.exit(main())

@@ -1,0 +1,36 @@
+"""S7, degraded: the closest section verbatim, never a model call, with the wire shapes
+of docs/internals.md."""
+
+from __future__ import annotations
+
+from steps import degraded
+
+from .conftest import load_event
+
+
+def test_degraded_answers_with_the_closest_section_verbatim(aws):
+    out = degraded.handler(load_event("degraded"), None)
+    body = out["body"]
+    assert out["statusCode"] == 200 and body["degraded"] is True
+    assert body["reply"].startswith("Reduced service: here is the closest section of this site.")
+    assert "60, 120, 300 or 600 seconds" in body["reply"]
+    assert body["sources"][0]["heading"] not in body["reply"]  # the trail is the link, once
+    assert body["sources"] == [{"page": "/posts/waf", "heading": body["sources"][0]["heading"]}]
+
+
+def test_degraded_never_embeds_or_calls_the_model(aws, responder, monkeypatch):
+    from steps.lib.providers import models
+
+    def boom(s):
+        raise AssertionError("degraded mode must not embed")
+
+    monkeypatch.setattr(models, "query_embedder", boom)
+    degraded.handler(load_event("degraded"), None)
+    assert responder.calls == []
+
+
+def test_degraded_without_a_match_says_so(aws):
+    event = load_event("degraded")
+    event["request"]["message"] = "zzzz qqqq"
+    out = degraded.handler(event, None)
+    assert out["body"]["sources"] == [] and out["body"]["reply"].startswith("Reduced service")
