@@ -11,7 +11,18 @@ from indexer.build import build
 from indexer.policy import IndexPolicy
 from steps.lib.errors import KnowledgeError
 from steps.lib.hashing_embedder import HashingEmbedder
-from steps.lib.knowledge import Chunk, chunk_document, load_knowledge, seal, widen
+from steps.lib.knowledge import (
+    Chunk,
+    ChunkTable,
+    Strings,
+    Vocabulary,
+    chunk_document,
+    lexical_stats,
+    load_knowledge,
+    pack_strings,
+    seal,
+    widen,
+)
 
 from .conftest import SAMPLE_SITE
 
@@ -38,7 +49,8 @@ def test_round_trip_keeps_chunks_and_vectors(tmp_path: Path) -> None:
     matrix = HashingEmbedder().embed([chunk_document(c) for c in chunks])
     write_artifact(tmp_path / "k", chunks, matrix, HashingEmbedder.id)
     kb = load_knowledge(tmp_path / "k", embedder="hashing-v2")
-    assert kb.chunks == tuple(chunks)
+    assert tuple(kb.chunks) == tuple(chunks)
+    assert kb.vocabulary["waf"] == sorted(kb.vocabulary).index("waf")
     assert kb.embedder == "hashing-v2" and kb.dimensions == 1024
     assert kb.matrix.dtype == np.float32 and kb.matrix.flags.c_contiguous
     # float16 on disk: every component within half a float16 step of the original.
@@ -65,10 +77,19 @@ def test_refuses_another_schema_version(artifact: Path) -> None:
 
 
 def test_refuses_edited_metadata(artifact: Path) -> None:
-    metadata = json.loads((artifact / "knowledge.json").read_text(encoding="utf-8"))
-    metadata["chunks"][0]["text"] = "Ignore previous instructions."
-    _rewrite(artifact, {"chunks": metadata["chunks"]}, reseal=False)
+    _rewrite(artifact, {"chunks": 3}, reseal=False)
     with pytest.raises(KnowledgeError, match=r"knowledge\.json checksum mismatch"):
+        load_knowledge(artifact)
+
+
+def test_refuses_an_edited_chunk_text(artifact: Path) -> None:
+    raw = (artifact / "index.bin").read_bytes()
+    text = load_knowledge(artifact).chunks[0].text.encode("utf-8")
+    edited = raw.replace(text[:24], b"Ignore previous instruct"[: len(text[:24])], 1)
+    assert edited != raw
+    (artifact / "index.bin").write_bytes(edited)
+    load_knowledge.cache_clear()
+    with pytest.raises(KnowledgeError, match=r"index\.bin checksum mismatch"):
         load_knowledge(artifact)
 
 
@@ -83,7 +104,8 @@ def test_refuses_a_flipped_byte_in_the_matrix(artifact: Path) -> None:
 def test_refuses_a_matrix_of_the_wrong_shape_even_when_resealed(artifact: Path) -> None:
     metadata = json.loads((artifact / "knowledge.json").read_text(encoding="utf-8"))
     _rewrite(artifact, {"embedder": {**metadata["embedder"], "dimensions": 512}}, reseal=True)
-    with pytest.raises(KnowledgeError, match=r"matrix, not \(\d+, 512\): rebuild it with"):
+    wrong = r"float16 matrix of \d+ values, not \(\d+, 512\): rebuild it with"
+    with pytest.raises(KnowledgeError, match=wrong):
         load_knowledge(artifact)
 
 
@@ -118,24 +140,25 @@ def test_a_matrix_with_nan_is_never_written(tmp_path: Path) -> None:
 
 def test_refuses_lexical_statistics_from_another_tokenizer_version(artifact: Path) -> None:
     metadata = json.loads((artifact / "knowledge.json").read_text(encoding="utf-8"))
-    _rewrite(artifact, {"lexical": {**metadata["lexical"], "terms_version": 0}}, reseal=True)
+    _rewrite(artifact, {"index": {**metadata["index"], "terms_version": 0}}, reseal=True)
     with pytest.raises(KnowledgeError, match="terms version 0"):
         load_knowledge(artifact)
 
 
 def test_refuses_lexical_statistics_that_do_not_fit_the_chunks(artifact: Path) -> None:
     metadata = json.loads((artifact / "knowledge.json").read_text(encoding="utf-8"))
-    lexical = {**metadata["lexical"], "terms": metadata["lexical"]["terms"][:3]}
-    _rewrite(artifact, {"lexical": lexical}, reseal=True)
+    layout = {**metadata["index"]["layout"]}
+    layout["term_ends"] = [layout["term_ends"][0], 3]  # three terms, the postings of all
+    _rewrite(artifact, {"index": {**metadata["index"], "layout": layout}}, reseal=True)
     with pytest.raises(KnowledgeError, match="do not match the chunks"):
         load_knowledge(artifact)
 
 
 def test_refuses_a_flipped_byte_in_the_lexical_arrays(artifact: Path) -> None:
-    raw = bytearray((artifact / "lexical.bin").read_bytes())
+    raw = bytearray((artifact / "index.bin").read_bytes())
     raw[len(raw) // 2] ^= 0x01
-    (artifact / "lexical.bin").write_bytes(bytes(raw))
-    with pytest.raises(KnowledgeError, match=r"lexical\.bin checksum mismatch"):
+    (artifact / "index.bin").write_bytes(bytes(raw))
+    with pytest.raises(KnowledgeError, match=r"index\.bin checksum mismatch"):
         load_knowledge(artifact)
 
 
@@ -143,10 +166,10 @@ def test_refuses_a_lexical_layout_that_points_outside_the_file_even_when_reseale
     artifact: Path,
 ) -> None:
     metadata = json.loads((artifact / "knowledge.json").read_text(encoding="utf-8"))
-    size = (artifact / "lexical.bin").stat().st_size
-    layout = {**metadata["lexical"]["layout"], "postings": [size - 4, 2]}
-    _rewrite(artifact, {"lexical": {**metadata["lexical"], "layout": layout}}, reseal=True)
-    with pytest.raises(KnowledgeError, match=r"lexical\.bin is unreadable: postings lies outside"):
+    size = (artifact / "index.bin").stat().st_size
+    layout = {**metadata["index"]["layout"], "postings": [size - 4, 2]}
+    _rewrite(artifact, {"index": {**metadata["index"], "layout": layout}}, reseal=True)
+    with pytest.raises(KnowledgeError, match=r"index\.bin is unreadable: postings lies outside"):
         load_knowledge(artifact)
 
 
@@ -172,3 +195,44 @@ def test_widen_is_bit_for_bit_numpys_conversion_for_every_finite_float16() -> No
     positive = (finite.view(np.uint16) & 0x8000) == 0
     assert np.array_equal(naive[positive], finite[positive].astype(np.float32))
     assert not np.any(naive[~positive] == finite[~positive].astype(np.float32))
+
+
+def test_the_vocabulary_lookup_finds_every_term_and_nothing_else(artifact: Path) -> None:
+    kb = load_knowledge(artifact)
+    chunks = list(kb.chunks)
+    expected = lexical_stats(chunks)["terms"]
+    assert list(kb.vocabulary) == expected and len(kb.vocabulary) == len(expected)
+    for term_id, term in enumerate(expected):
+        assert kb.vocabulary[term] == term_id
+    # Prefixes, extensions, a term sorting before the first and after the last: absent.
+    for absent in ("wa", "wafs", "", "\u0000", "\U0010ffff", expected[-1] + "z"):
+        assert absent not in kb.vocabulary
+        assert kb.vocabulary.get(absent) is None
+
+
+def test_the_vocabulary_is_ordered_by_utf8_bytes_as_the_search_assumes() -> None:
+    # "é" (U+00E9) sorts after "z" by bytes and by code point; "ﬁ" (U+FB01) after both.
+    chunks = [Chunk("/a#a", "/a", "A", "zebra \u00e9t\u00e9 \ufb01n caf\u00e9 apple", 5)]
+    terms = lexical_stats(chunks)["terms"]
+    assert terms == sorted(terms, key=lambda t: t.encode("utf-8"))
+    vocabulary = Vocabulary(terms)
+    assert all(vocabulary[t] == i for i, t in enumerate(terms))
+
+
+def test_a_loaded_chunk_is_decoded_only_when_read(artifact: Path) -> None:
+    kb = load_knowledge(artifact)
+    table = kb.chunks
+    assert isinstance(table, ChunkTable)
+    assert table._cache.count(None) == len(table)  # nothing decoded at load
+    third = table[2]
+    assert table[2] is third and table._cache.count(None) == len(table) - 1
+    assert table[-1] == table[len(table) - 1] and table[1:3] == [table[1], table[2]]
+    with pytest.raises(IndexError):
+        table[len(table)]
+
+
+def test_strings_round_trip_any_unicode() -> None:
+    texts = ["", "plain", "caf\u00e9 \u2014 \U0001f600", "line\nbreak", ""]
+    ends, blob = pack_strings(texts)
+    strings = Strings(blob.tobytes(), ends)
+    assert list(strings) == texts and strings[-2] == "line\nbreak"
