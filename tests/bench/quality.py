@@ -28,6 +28,7 @@ from steps.lib.retrieval import (
     cosines,
     degraded_answer,
     lexical_scores,
+    normalised,
     order,
     page_bm25_scores,
     scores,
@@ -219,6 +220,7 @@ def chain_rate(
     on_page: bool = False,
     previous_page_prior: float = 0.0,
     answer_weight: float = 0.0,
+    carry: float = 0.0,
 ) -> float:
     """Share of chains whose expected page is among the cited sources of turns 2 and 3.
 
@@ -229,13 +231,15 @@ def chain_rate(
     Two alternatives measured and not chosen: `previous_page_prior` adds that much to
     the chunks of the page the previous turn cited first; `answer_weight` folds the terms
     of the previous answer (the offline responder's reply to that turn) into the query
-    at that weight.
+    at that weight; `carry` adds that much of the previous turn's scores (shifted and
+    divided to 0..1) to this turn's.
     """
     budget = Settings().grounding_token_budget
     kept = 0
     for chain in qs.chains:
         history: list[dict[str, str]] = []
         held, cited, answer = True, None, ""
+        previous: np.ndarray | None = None
         for turn, message in enumerate(chain["turns"]):
             page = chain["page"] if on_page else None
             query = (
@@ -248,6 +252,9 @@ def chain_rate(
                 query = replace(query, weights={**query.weights, **extra})
             total = scores(kb, embedder.embed([query.text])[0], query)
             total[list(kb.page_chunks(cited))] += np.float32(previous_page_prior)
+            if carry and previous is not None:
+                total = total + np.float32(carry) * normalised(previous - previous.min())
+            previous = total
             best = order(total, TOP_MATCHES)
             ranked = list(zip(best.tolist(), total[best].tolist(), strict=True))
             grounding = select_grounding(kb, ranked, page, budget, top_k=TOP_MATCHES)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.util
 import json
 import os
 import platform
@@ -23,13 +24,15 @@ from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 
 from indexer.artifact import write_artifact
 from indexer.build import build
 from indexer.policy import IndexPolicy
-from steps.lib.followup import EARLIER_TURN_WEIGHT
+from steps.lib import tokens
+from steps.lib.followup import EARLIER_TURN_WEIGHT, Query, follow_up_query
 from steps.lib.hashing_embedder import HashingEmbedder
 from steps.lib.knowledge import (
     Chunk,
@@ -40,9 +43,17 @@ from steps.lib.knowledge import (
     load_knowledge,
     widen,
 )
-from steps.lib.retrieval import CURRENT_PAGE_WEIGHT, K1, B, cosines, rank
+from steps.lib.retrieval import (
+    CURRENT_PAGE_WEIGHT,
+    K1,
+    B,
+    cosines,
+    degraded_answer,
+    rank,
+    scores,
+)
 from steps.lib.tokens import terms
-from tests.bench import corpora, quality, report
+from tests.bench import corpora, quality, report, thesaurus
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "examples" / "site"
@@ -55,6 +66,11 @@ EMBEDDER = HashingEmbedder(DIMS)
 Timing = tuple[float, float]  # (CPU ms, wall ms), medians
 PRIOR = 0.15  # the previous turn's cited page, as much as the current page's prior
 ANSWER_WEIGHT = EARLIER_TURN_WEIGHT  # the previous answer's terms, as much as its question
+CARRY = 0.3  # the previous turn's scores, carried into this one (measured, not chosen)
+# Synonyms at 0.4 x their term's weight: of 0.2, 0.4 and 0.7, measured on both sets with
+# these functions, 0.4 was the sample site's best; on npm's docs every weight lost MRR
+# when every term was expanded, and expanding only absent terms changed nothing.
+THESAURUS_WEIGHT = 0.4
 
 
 def measure(
@@ -113,12 +129,104 @@ def quality_report(kb: Knowledge, qs: quality.QuestionSet) -> dict[str, Any]:
             name: quality.degraded_rate(kb, qs, pick)
             for name, pick in quality.degraded_alternatives().items()
         },
+        "chains_carry": quality.chain_rate(kb, qs, EMBEDDER, carry=CARRY),
+        "thesaurus": thesaurus_report(kb, qs),
         "unrelated_page_mrr": quality.unrelated_page_mrr(kb, qs, EMBEDDER),
         "questions": len(qs.questions),
         "n_chains": len(qs.chains),
         "chunks": len(kb.chunks),
         "pages": len(kb.pages),
     }
+
+
+def thesaurus_report(kb: Knowledge, qs: quality.QuestionSet) -> dict[str, Any] | None:
+    """The WordNet bridge, for absent query terms only and for every query term."""
+    table = thesaurus.synonyms()
+    if table is None:
+        return None
+    out: dict[str, Any] = {}
+    for absent_only in (True, False):
+
+        def grow(query: Query, absent_only: bool = absent_only) -> Query:
+            return thesaurus.expanded(
+                query, table, kb.vocabulary, THESAURUS_WEIGHT, absent_only=absent_only
+            )
+
+        def follow(message: str, history: Any, grow: Any = grow) -> Query:
+            return grow(follow_up_query(message, history, history_chars=quality.HISTORY_CHARS))
+
+        hybrid = quality.evaluate(
+            kb, qs, EMBEDDER, {"h": lambda kb, v, q, grow=grow: scores(kb, v, grow(q))}
+        )["h"]
+        out["absent" if absent_only else "every"] = {
+            "mrr": hybrid.mrr,
+            "degraded": quality.degraded_rate(
+                kb, qs, lambda kb, q, grow=grow: getattr(degraded_answer(kb, grow(q)), "page", None)
+            ),
+            "chains": quality.chain_rate(kb, qs, EMBEDDER, follow),
+        }
+    return out
+
+
+def snowball_fold(word: str) -> str:
+    """tokens.fold's stand-in for the Snowball variant: Porter2 on every alphabetic word."""
+    import snowballstemmer
+
+    word = word.removesuffix("'s")
+    return str(snowballstemmer.stemmer("english").stemWord(word)) if word.isalpha() else word
+
+
+def stemmed_report(site: Path, questions: Path, out: Path) -> dict[str, Any] | None:
+    """The same set with Snowball (Porter2) stemming instead of the light folding, for the
+    index, the queries and the hashing embedder alike (one index built with it)."""
+    if importlib.util.find_spec("snowballstemmer") is None:
+        return None
+    with mock.patch.object(tokens, "fold", snowball_fold):
+        build(site, out, IndexPolicy.from_context(), EMBEDDER)
+        kb = load_knowledge.__wrapped__(out)
+        qs = quality.load_set(questions)
+        table = {k: v for k, v in quality.rankings().items() if k.startswith(("hybrid", "BM25"))}
+        hybrid, bm25 = quality.evaluate(kb, qs, EMBEDDER, table).values()
+        return {
+            "hybrid": hybrid.mrr,
+            "bm25": bm25.mrr,
+            "degraded": quality.degraded_rate(kb, qs),
+            "chains": quality.chain_rate(kb, qs, EMBEDDER),
+        }
+
+
+def stemmed_line(result: dict[str, Any]) -> str:
+    found = result["stemmed"]
+    if found is None:
+        return "- Snowball stemming: not measured (snowballstemmer is not installed)"
+    return (
+        "- tried, not chosen: Snowball (Porter2) stemming instead of the light folding, "
+        f"for index, queries and embedder: hybrid MRR {found['hybrid']:.3f}, BM25 MRR "
+        f"{found['bm25']:.3f} ({found['hybrid'] - found['bm25']:+.3f}), degraded "
+        f"{found['degraded']:.2f}, chains {found['chains']:.2f}"
+    )
+
+
+def thesaurus_line(result: dict[str, Any]) -> str:
+    found = result["thesaurus"]
+    if found is None:
+        return (
+            "- WordNet synonyms: not measured (Debian's wordnet-base is not installed; "
+            "`make bench-retrieval` installs it as root)"
+        )
+    parts = [
+        f"{label}: hybrid MRR {found[key]['mrr']:.3f}, degraded {found[key]['degraded']:.2f}, "
+        f"chains {found[key]['chains']:.2f}"
+        for key, label in (
+            ("absent", "for query terms the index lacks"),
+            ("every", "for every query term"),
+        )
+    ]
+    return (
+        f"- tried as a vocabulary bridge, not chosen: WordNet 3.0 synonyms (shared synset, "
+        f"one-word lemmas, folded like the index's terms) that the index holds, added at "
+        f"{THESAURUS_WEIGHT} x the weight of the query term they came from; " + "; ".join(parts)
+    )
 
 
 def quality_table(title: str, result: dict[str, Any]) -> list[str]:
@@ -144,7 +252,10 @@ def quality_table(title: str, result: dict[str, Any]) -> list[str]:
         f"- tried for the chains, not chosen: the page the previous turn cited first as a "
         f"prior (+{PRIOR}): {result['chains_prior']:.2f}; the previous answer's terms (the "
         f"offline responder's reply) folded into the query at weight {ANSWER_WEIGHT}: "
-        f"{result['chains_answer']:.2f}",
+        f"{result['chains_answer']:.2f}; this turn's scores + {CARRY} x the previous "
+        f"turn's (shifted to 0..1): {result['chains_carry']:.2f}",
+        thesaurus_line(result),
+        stemmed_line(result),
         "- tried for the degraded answer (zero cost), not chosen: "
         + "; ".join(
             f"{name}: {rate:.2f}" for name, rate in result["degraded_alternatives"].items()
@@ -412,6 +523,11 @@ def main() -> None:
         npm_corpus = corpora.npm_docs(work / "npm-docs")
         build(npm_corpus.site, work / "npm", IndexPolicy.from_context(), EMBEDDER)
         npm = quality_report(load_knowledge(work / "npm"), quality.load_set(NPM_QUESTIONS))
+        for result, site, questions in (
+            (own, SITE, QUESTIONS),
+            (npm, npm_corpus.site, NPM_QUESTIONS),
+        ):
+            result["stemmed"] = stemmed_report(site, questions, work / f"stemmed-{site.name}")
         latency_rows = latency(sample)
         loads = load_comparison(sample, work)
         prec = precision(work, sample)
