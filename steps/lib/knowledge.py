@@ -10,7 +10,7 @@ Three files in one directory, written by `chatguard index` (indexer/artifact.py)
   text; the page paths) as one UTF-8 blob per kind with an int32 array of end offsets;
 - ``knowledge.json``: a small header: schema version, embedder id and dimensions, the
   chunk count, the terms version, where each array lies in index.bin, the CRC-32 of
-  both binary files, and as its last key a SHA-256 of everything before it.
+  both binary files, and as its last key a CRC-32 of everything before it.
 
 Loading is two reads, two CRCs and a zero-copy view per array: no JSON over the chunks,
 no dictionary of the vocabulary (a lookup is a binary search over the sorted blob), and
@@ -25,10 +25,9 @@ to rebuild it: the retrieval steps then fail closed.
 from __future__ import annotations
 
 import bisect
-import hashlib
-import hmac
 import json
 import mmap
+import os
 import zlib
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -45,7 +44,7 @@ from .tokens import TERMS_VERSION, terms
 # 2: BM25F postings (term frequencies, field lengths), plain-text chunks;
 # 3: the postings as raw arrays in lexical.bin instead of base64 inside knowledge.json;
 # 4: the chunks' strings and the vocabulary in index.bin too (knowledge.json is a header),
-#    CRC-32 instead of SHA-256 over the binary files.
+#    CRC-32 instead of SHA-256 for the checksums.
 SCHEMA_VERSION = 4
 METADATA_FILE = "knowledge.json"
 MATRIX_FILE = "embeddings.npy"
@@ -86,6 +85,7 @@ INDEX_DTYPES: dict[str, np.dtype[Any]] = {
 }
 _SEAL_HEAD = b',"checksum":"'
 _SEAL_TAIL = b'"}'
+_SEAL_DIGITS = 8
 _FIELDS_PER_CHUNK = 3  # id, heading trail, text
 
 
@@ -375,28 +375,29 @@ def unpack_index(raw: bytes | np.ndarray, layout: Mapping[str, Any]) -> dict[str
 
 
 def seal(metadata: Mapping[str, Any]) -> bytes:
-    """The bytes of knowledge.json: compact JSON whose LAST key is its own SHA-256.
+    """The bytes of knowledge.json: compact JSON whose LAST key is its own CRC-32 (eight
+    hex digits; see `checksum` for why not a cryptographic hash).
 
-    The checksum covers the exact bytes before it, so verifying costs one hash over the
+    The checksum covers the exact bytes before it, so verifying costs one pass over the
     file instead of a re-serialisation of everything.
     """
     body = {k: v for k, v in metadata.items() if k != "checksum"}
     raw = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    digest = hashlib.sha256(raw).hexdigest().encode("ascii")
+    digest = f"{checksum(raw):08x}".encode("ascii")
     return raw[:-1] + _SEAL_HEAD + digest + _SEAL_TAIL
 
 
 def sealed(raw: bytes) -> bool:
     """True when `raw` ends with the checksum `seal` wrote and the bytes still match it."""
-    size = len(_SEAL_HEAD) + 64 + len(_SEAL_TAIL)
+    size = len(_SEAL_HEAD) + _SEAL_DIGITS + len(_SEAL_TAIL)
     if (
         len(raw) <= size
         or not raw.endswith(_SEAL_TAIL)
         or raw[-size:][: len(_SEAL_HEAD)] != _SEAL_HEAD
     ):
         return False
-    digest = hashlib.sha256(raw[:-size] + b"}").hexdigest().encode("ascii")
-    return hmac.compare_digest(digest, raw[-64 - len(_SEAL_TAIL) : -len(_SEAL_TAIL)])
+    digest = f"{checksum(raw[:-size] + b'}'):08x}".encode("ascii")
+    return digest == raw[-_SEAL_DIGITS - len(_SEAL_TAIL) : -len(_SEAL_TAIL)]
 
 
 def checksum(data: bytes | memoryview | mmap.mmap) -> int:
@@ -539,7 +540,7 @@ def incompatible(directory: Path, why: str, embedder: str | None = None) -> Know
 def _read_metadata(directory: Path) -> dict[str, Any]:
     path = directory / METADATA_FILE
     try:
-        raw = path.read_bytes()
+        raw = _read_small(path)
         metadata = json.loads(raw)
     except FileNotFoundError:
         raise KnowledgeError(
@@ -566,12 +567,27 @@ def _read_metadata(directory: Path) -> dict[str, Any]:
     return metadata
 
 
+def _read_small(path: Path) -> bytes:
+    """A small file's bytes through the os module: a cold start pays for every layer."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        parts = []
+        while part := os.read(fd, 1 << 16):
+            parts.append(part)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
 def _map_verified(path: Path, crc32: object) -> np.ndarray:
     """The file's bytes as a read-only uint8 array over a memory map (no copy: the page
     cache holds the bytes), after its CRC-32 matches the one knowledge.json pins."""
     try:
-        with path.open("rb") as file:
-            mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)  # the map keeps its own reference to the file
     except (OSError, ValueError) as exc:  # ValueError: an empty file cannot be mapped
         raise KnowledgeError(f"{path.name} is unreadable: {exc}") from exc
     if checksum(mapped) != crc32:

@@ -463,7 +463,7 @@ def table(own: dict[str, Any], npm: dict[str, Any], npm_corpus: corpora.Corpus,
             ),
             "",
             "**Cold load**, 124 chunks x 1024 dimensions (artifact = map the three files, "
-            "check the header's SHA-256 and the binary files' CRC-32, widen the matrix to "
+            "check the CRC-32 of the header and of the binary files, widen the matrix to "
             "float32, view the postings and the strings: ready to rank, each chunk's strings "
             "decoded when first read; one JSON file = the same chunks with each embedding as "
             "a list of numbers, as in the article). Before every timed load the same untimed "
