@@ -313,3 +313,39 @@ def bm25s_scorer(kb: Knowledge) -> Scorer | None:
         return np.asarray(retriever.get_scores(wanted), dtype=np.float32)
 
     return score
+
+
+GRID_K1 = (0.6, 0.9, 1.2, 1.6, 2.0)
+GRID_B = (0.3, 0.5, 0.75, 0.9)
+GRID_PAGE_WEIGHT = (0.2, 0.4, 0.8)
+
+
+def lexical_with(
+    kb: Knowledge, query: Query, k1: float, b: float, page_weight: float
+) -> np.ndarray:
+    """The hybrid's lexical part with other BM25 parameters and page weight."""
+    chunks = normalised(bm25_scores(kb, query, k1=k1, b=b))
+    pages = normalised(page_bm25_scores(kb, query, k1=k1, b=b))[kb.page_of]
+    out: np.ndarray = chunks + np.float32(page_weight) * np.where(chunks > 0, pages, 0)
+    return out
+
+
+def parameter_grid(
+    kb: Knowledge, qs: QuestionSet, embedder: HashingEmbedder
+) -> dict[tuple[float, float, float], tuple[float, float]]:
+    """(k1, b, page weight) -> (degraded right-page rate, hybrid MRR), over the grid."""
+    queries = [question_query(q) for q in qs.questions]
+    vectors = embedder.embed([query.text for query in queries])
+    cosine = [cosines(kb.matrix, vector) for vector in vectors]
+    grid = {}
+    for k1 in GRID_K1:
+        for b in GRID_B:
+            for weight in GRID_PAGE_WEIGHT:
+                right, ranks = 0, []
+                for q, query, cos in zip(qs.questions, queries, cosine, strict=True):
+                    lexical = lexical_with(kb, query, k1, b, weight)
+                    right += best_page(kb, lexical) == q["page"]
+                    total = cos + np.float32(LEXICAL_WEIGHT) * lexical
+                    ranks.append(page_rank(kb, total, q["page"]))
+                grid[(k1, b, weight)] = (right / len(qs.questions), summarise(ranks).mrr)
+    return grid

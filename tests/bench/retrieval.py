@@ -46,6 +46,7 @@ from steps.lib.knowledge import (
 from steps.lib.retrieval import (
     CURRENT_PAGE_WEIGHT,
     K1,
+    PAGE_WEIGHT,
     B,
     cosines,
     degraded_answer,
@@ -131,6 +132,7 @@ def quality_report(kb: Knowledge, qs: quality.QuestionSet) -> dict[str, Any]:
         },
         "chains_carry": quality.chain_rate(kb, qs, EMBEDDER, carry=CARRY),
         "thesaurus": thesaurus_report(kb, qs),
+        "grid": quality.parameter_grid(kb, qs, EMBEDDER),
         "unrelated_page_mrr": quality.unrelated_page_mrr(kb, qs, EMBEDDER),
         "questions": len(qs.questions),
         "n_chains": len(qs.chains),
@@ -195,6 +197,26 @@ def stemmed_report(site: Path, questions: Path, out: Path) -> dict[str, Any] | N
         }
 
 
+def grid_line(result: dict[str, Any]) -> str:
+    grid = result["grid"]
+    chosen = grid[(K1, B, PAGE_WEIGHT)]
+
+    def best(column: int) -> str:
+        value = max(rates[column] for rates in grid.values())
+        where = [k for k, rates in grid.items() if rates[column] == value]
+        k1, b, weight = where[0]
+        more = f" and {len(where) - 1} more" if len(where) > 1 else ""
+        return f"{value:.{2 if column == 0 else 3}f} (k1 {k1}, b {b}, page weight {weight}{more})"
+
+    return (
+        f"- BM25 parameters and page weight, over a grid of {len(grid)} (k1 "
+        f"{', '.join(map(str, quality.GRID_K1))}; b {', '.join(map(str, quality.GRID_B))}; "
+        f"page weight {', '.join(map(str, quality.GRID_PAGE_WEIGHT))}): best degraded rate "
+        f"{best(0)}, best hybrid MRR {best(1)}; the chosen k1 {K1}, b {B}, page weight "
+        f"{PAGE_WEIGHT}: {chosen[0]:.2f} and {chosen[1]:.3f}"
+    )
+
+
 def stemmed_line(result: dict[str, Any]) -> str:
     found = result["stemmed"]
     if found is None:
@@ -256,6 +278,7 @@ def quality_table(title: str, result: dict[str, Any]) -> list[str]:
         f"turn's (shifted to 0..1): {result['chains_carry']:.2f}",
         thesaurus_line(result),
         stemmed_line(result),
+        grid_line(result),
         "- tried for the degraded answer (zero cost), not chosen: "
         + "; ".join(
             f"{name}: {rate:.2f}" for name, rate in result["degraded_alternatives"].items()
