@@ -349,3 +349,15 @@ def parameter_grid(
                     ranks.append(page_rank(kb, total, q["page"]))
                 grid[(k1, b, weight)] = (right / len(qs.questions), summarise(ranks).mrr)
     return grid
+
+
+LEXICAL_WEIGHTS = (0.1, 0.2, 0.3, 0.5, 1.0)
+
+
+def lexical_weight_sweep(
+    kb: Knowledge, qs: QuestionSet, embedder: HashingEmbedder
+) -> dict[float, float]:
+    """Hybrid MRR for other weights of the lexical part beside the cosine."""
+    table = {f"{w}": weighted(w) for w in LEXICAL_WEIGHTS}
+    found = evaluate(kb, qs, embedder, table)
+    return {w: found[f"{w}"].mrr for w in LEXICAL_WEIGHTS}

@@ -133,6 +133,7 @@ def quality_report(kb: Knowledge, qs: quality.QuestionSet) -> dict[str, Any]:
         "chains_carry": quality.chain_rate(kb, qs, EMBEDDER, carry=CARRY),
         "thesaurus": thesaurus_report(kb, qs),
         "grid": quality.parameter_grid(kb, qs, EMBEDDER),
+        "lexical_weights": quality.lexical_weight_sweep(kb, qs, EMBEDDER),
         "unrelated_page_mrr": quality.unrelated_page_mrr(kb, qs, EMBEDDER),
         "questions": len(qs.questions),
         "n_chains": len(qs.chains),
@@ -213,7 +214,9 @@ def grid_line(result: dict[str, Any]) -> str:
         f"{', '.join(map(str, quality.GRID_K1))}; b {', '.join(map(str, quality.GRID_B))}; "
         f"page weight {', '.join(map(str, quality.GRID_PAGE_WEIGHT))}): best degraded rate "
         f"{best(0)}, best hybrid MRR {best(1)}; the chosen k1 {K1}, b {B}, page weight "
-        f"{PAGE_WEIGHT}: {chosen[0]:.2f} and {chosen[1]:.3f}"
+        f"{PAGE_WEIGHT}: {chosen[0]:.2f} and {chosen[1]:.3f}; hybrid MRR by weight of the "
+        "lexical part beside the cosine: "
+        + ", ".join(f"{w}: {mrr:.3f}" for w, mrr in result["lexical_weights"].items())
     )
 
 
