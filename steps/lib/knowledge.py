@@ -481,6 +481,18 @@ def load_knowledge(directory: Path, *, embedder: str | None = None) -> Knowledge
 
 
 def _load(directory: Path, embedder: str | None) -> Knowledge:
+    try:
+        return _load_described(directory, embedder)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        # A header of this schema that lacks a field or holds the wrong type (sealed
+        # again after a hand edit): a clear refusal, not a traceback.
+        raise KnowledgeError(
+            f"{METADATA_FILE} does not describe a usable artifact ({type(exc).__name__}: "
+            f"{exc}): rebuild it with `chatguard index SITE_DIR --out {directory}`"
+        ) from exc
+
+
+def _load_described(directory: Path, embedder: str | None) -> Knowledge:
     metadata = _read_metadata(directory)
     if embedder is not None and metadata["embedder"]["id"] != embedder:
         raise incompatible(

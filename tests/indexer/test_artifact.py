@@ -82,6 +82,22 @@ def test_refuses_edited_metadata(artifact: Path) -> None:
         load_knowledge(artifact)
 
 
+@pytest.mark.parametrize(
+    "change",
+    [{"index": None}, {"matrix": {"dtype": "float16"}}, {"chunks": "many"}, {"embedder": []}],
+    ids=["no-index", "matrix-without-checksum", "chunk-count-not-a-number", "embedder-list"],
+)
+def test_refuses_a_resealed_header_that_lacks_a_field_in_one_line(
+    artifact: Path, change: dict[str, object]
+) -> None:
+    _rewrite(artifact, change, reseal=True)
+    with pytest.raises(KnowledgeError) as refused:
+        load_knowledge(artifact)
+    message = str(refused.value)
+    assert "\n" not in message and "rebuild it with `chatguard index" in message
+    assert str(artifact) in message
+
+
 def test_refuses_an_edited_chunk_text(artifact: Path) -> None:
     raw = (artifact / "index.bin").read_bytes()
     text = load_knowledge(artifact).chunks[0].text.encode("utf-8")
