@@ -252,3 +252,14 @@ def test_strings_round_trip_any_unicode() -> None:
     ends, blob = pack_strings(texts)
     strings = Strings(blob.tobytes(), ends)
     assert list(strings) == texts and strings[-2] == "line\nbreak"
+
+
+def test_the_vocabulary_memo_stays_bounded_and_correct(monkeypatch: pytest.MonkeyPatch) -> None:
+    terms = sorted(f"t{i:03d}" for i in range(50))
+    vocabulary = Vocabulary(terms)
+    monkeypatch.setattr(Vocabulary, "MEMO_LIMIT", 8)
+    for round_ in range(3):  # made-up words between real ones: the memo is emptied, not grown
+        for i, term in enumerate(terms):
+            assert vocabulary[term] == i
+            assert f"made-up-{round_}-{i}" not in vocabulary
+            assert len(vocabulary._memo) <= 8
