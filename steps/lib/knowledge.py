@@ -496,15 +496,19 @@ def load_knowledge(directory: Path, *, embedder: str | None = None) -> Knowledge
 
 
 def _load(directory: Path, embedder: str | None) -> Knowledge:
+    """_load_described, with every refusal as one line that names the index directory and
+    the command that rebuilds it (a missing artifact already says which command builds
+    it; a header of this schema that lacks a field or holds the wrong type, sealed again
+    after a hand edit, is refused like a corrupt file, not with a traceback)."""
     try:
         return _load_described(directory, embedder)
+    except KnowledgeError as exc:
+        if "`chatguard index" in str(exc):
+            raise
+        raise incompatible(directory, f"is unusable ({exc})", embedder) from exc
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        # A header of this schema that lacks a field or holds the wrong type (sealed
-        # again after a hand edit): a clear refusal, not a traceback.
-        raise KnowledgeError(
-            f"{METADATA_FILE} does not describe a usable artifact ({type(exc).__name__}: "
-            f"{exc}): rebuild it with `chatguard index SITE_DIR --out {directory}`"
-        ) from exc
+        why = f"{METADATA_FILE} does not describe a usable artifact ({type(exc).__name__}: {exc})"
+        raise incompatible(directory, f"is unusable ({why})", embedder) from exc
 
 
 def _load_described(directory: Path, embedder: str | None) -> Knowledge:

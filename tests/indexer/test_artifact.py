@@ -263,3 +263,17 @@ def test_the_vocabulary_memo_stays_bounded_and_correct(monkeypatch: pytest.Monke
             assert vocabulary[term] == i
             assert f"made-up-{round_}-{i}" not in vocabulary
             assert len(vocabulary._memo) <= 8
+
+
+@pytest.mark.parametrize("file", ["embeddings.npy", "index.bin", "knowledge.json"])
+def test_a_corrupt_file_is_refused_in_one_line_with_the_index_and_the_rebuild_command(
+    artifact: Path, file: str
+) -> None:
+    raw = bytearray((artifact / file).read_bytes())
+    raw[len(raw) // 3] ^= 0x04
+    (artifact / file).write_bytes(bytes(raw))
+    with pytest.raises(KnowledgeError) as refused:
+        load_knowledge(artifact)
+    message = str(refused.value)
+    assert "\n" not in message and str(artifact) in message
+    assert message.endswith(f"rebuild it with `chatguard index SITE_DIR --out {artifact}`")
