@@ -7,7 +7,6 @@ the runtime to load: the previous artifact stays until the new one is complete.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import shutil
 import tempfile
@@ -18,15 +17,15 @@ from typing import Any
 import numpy as np
 
 from steps.lib.grounding.knowledge import (
-    LEXICAL_FILE,
+    INDEX_FILE,
     MATRIX_FILE,
     METADATA_FILE,
     SCHEMA_VERSION,
     Chunk,
-    chunk_document,
-    content_hash,
+    checksum,
+    index_arrays,
     lexical_stats,
-    pack_lexical,
+    pack_index,
     seal,
 )
 
@@ -36,47 +35,36 @@ DISK_DTYPE = np.float16
 
 
 def artifact_metadata(
-    chunks: Sequence[Chunk],
+    n_chunks: int,
     matrix_bytes: bytes,
     shape: tuple[int, int],
     embedder: str,
     *,
     dtype: str,
-    lexical_bytes: bytes,
-    lexical_layout: dict[str, list[int]],
-    terms: list[str],
+    index_bytes: bytes,
+    layout: dict[str, list[int]],
     terms_version: int,
 ) -> dict[str, Any]:
-    documents = [chunk_document(chunk) for chunk in chunks]
-    metadata: dict[str, Any] = {
+    """knowledge.json's header (unsealed): everything else lies in the two binary files."""
+    return {
         "schema": SCHEMA_VERSION,
         "embedder": {"id": embedder, "dimensions": shape[1]},
+        "chunks": n_chunks,
         "matrix": {
             "file": MATRIX_FILE,
             "dtype": dtype,
             "shape": list(shape),
-            "sha256": hashlib.sha256(matrix_bytes).hexdigest(),
+            # where the data starts after the .npy header: the runtime reads no header
+            "offset": len(matrix_bytes) - shape[0] * shape[1] * np.dtype(dtype).itemsize,
+            "crc32": checksum(matrix_bytes),
         },
-        "chunks": [
-            {
-                "id": c.id,
-                "page": c.page,
-                "heading": c.heading,
-                "text": c.text,
-                "tokens": c.tokens,
-                "hash": content_hash(doc),
-            }
-            for c, doc in zip(chunks, documents, strict=True)
-        ],
-        "lexical": {
+        "index": {
+            "file": INDEX_FILE,
             "terms_version": terms_version,
-            "terms": terms,
-            "file": LEXICAL_FILE,
-            "sha256": hashlib.sha256(lexical_bytes).hexdigest(),
-            "layout": lexical_layout,
+            "crc32": checksum(index_bytes),
+            "layout": layout,
         },
     }
-    return metadata
 
 
 def npy_bytes(matrix: np.ndarray, dtype: type[np.floating[Any]] = DISK_DTYPE) -> bytes:
@@ -99,16 +87,15 @@ def write_artifact(
         raise ValueError("embedding matrix holds NaN or infinity; refusing to write it")
     raw = npy_bytes(matrix, dtype)
     lexical = lexical_stats(chunks)
-    lexical_bytes, layout = pack_lexical(lexical)
+    index_bytes, layout = pack_index(index_arrays(chunks, lexical))
     metadata = artifact_metadata(
-        chunks,
+        len(chunks),
         raw,
         (int(matrix.shape[0]), int(matrix.shape[1])),
         embedder,
         dtype=np.dtype(dtype).name,
-        lexical_bytes=lexical_bytes,
-        lexical_layout=layout,
-        terms=lexical["terms"],
+        index_bytes=index_bytes,
+        layout=layout,
         terms_version=lexical["terms_version"],
     )
     out = out.resolve()
@@ -116,7 +103,7 @@ def write_artifact(
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
         (staging / MATRIX_FILE).write_bytes(raw)
-        (staging / LEXICAL_FILE).write_bytes(lexical_bytes)
+        (staging / INDEX_FILE).write_bytes(index_bytes)
         (staging / METADATA_FILE).write_bytes(seal(metadata))
         _swap(staging, out)
     finally:
@@ -129,6 +116,6 @@ def _swap(staging: Path, out: Path) -> None:
         staging.rename(out)
         return
     # Replace only our files, so anything else an operator keeps in `out` survives; each
-    # os.replace is atomic, and the metadata (which pins both binary hashes) goes last.
-    for name in (MATRIX_FILE, LEXICAL_FILE, METADATA_FILE):
+    # os.replace is atomic, and the metadata (which pins both binary checksums) goes last.
+    for name in (MATRIX_FILE, INDEX_FILE, METADATA_FILE):
         (staging / name).replace(out / name)

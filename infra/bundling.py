@@ -45,7 +45,7 @@ from steps.lib.grounding.knowledge import ARTIFACT_FILES
 ROOT = Path(__file__).resolve().parents[1]
 STEPS_DIR = ROOT / "steps"
 KNOWLEDGE_DIR = ROOT / "build" / "knowledge"
-KNOWLEDGE_FILES = ARTIFACT_FILES  # knowledge.json, embeddings.npy, lexical.bin
+KNOWLEDGE_FILES = ARTIFACT_FILES  # knowledge.json, embeddings.npy, index.bin
 CACHE_DIR = ROOT / "build" / "lambda-deps"
 REQUIREMENTS_DIR = Path(__file__).resolve().parent / "requirements"
 

@@ -25,6 +25,7 @@ from steps.lib.grounding.retrieval import (
     cosines,
     degraded_answer,
     lexical_scores,
+    normalised,
     order,
     page_bm25_scores,
     scores,
@@ -219,6 +220,7 @@ def chain_rate(
     on_page: bool = False,
     previous_page_prior: float = 0.0,
     answer_weight: float = 0.0,
+    carry: float = 0.0,
 ) -> float:
     """Share of chains whose expected page is among the cited sources of turns 2 and 3.
 
@@ -229,13 +231,15 @@ def chain_rate(
     Two alternatives measured and not chosen: `previous_page_prior` adds that much to
     the chunks of the page the previous turn cited first; `answer_weight` folds the terms
     of the previous answer (the offline responder's reply to that turn) into the query
-    at that weight.
+    at that weight; `carry` adds that much of the previous turn's scores (shifted and
+    divided to 0..1) to this turn's.
     """
     budget = Settings().grounding_token_budget
     kept = 0
     for chain in qs.chains:
         history: list[dict[str, str]] = []
         held, cited, answer = True, None, ""
+        previous: np.ndarray | None = None
         for turn, message in enumerate(chain["turns"]):
             page = chain["page"] if on_page else None
             query = (
@@ -248,6 +252,9 @@ def chain_rate(
                 query = replace(query, weights={**query.weights, **extra})
             total = scores(kb, embedder.embed([query.text])[0], query)
             total[list(kb.page_chunks(cited))] += np.float32(previous_page_prior)
+            if carry and previous is not None:
+                total = total + np.float32(carry) * normalised(previous - previous.min())
+            previous = total
             best = order(total, TOP_MATCHES)
             ranked = list(zip(best.tolist(), total[best].tolist(), strict=True))
             grounding = select_grounding(kb, ranked, page, budget, top_k=TOP_MATCHES)
@@ -306,3 +313,51 @@ def bm25s_scorer(kb: Knowledge) -> Scorer | None:
         return np.asarray(retriever.get_scores(wanted), dtype=np.float32)
 
     return score
+
+
+GRID_K1 = (0.6, 0.9, 1.2, 1.6, 2.0)
+GRID_B = (0.3, 0.5, 0.75, 0.9)
+GRID_PAGE_WEIGHT = (0.2, 0.4, 0.8)
+
+
+def lexical_with(
+    kb: Knowledge, query: Query, k1: float, b: float, page_weight: float
+) -> np.ndarray:
+    """The hybrid's lexical part with other BM25 parameters and page weight."""
+    chunks = normalised(bm25_scores(kb, query, k1=k1, b=b))
+    pages = normalised(page_bm25_scores(kb, query, k1=k1, b=b))[kb.page_of]
+    out: np.ndarray = chunks + np.float32(page_weight) * np.where(chunks > 0, pages, 0)
+    return out
+
+
+def parameter_grid(
+    kb: Knowledge, qs: QuestionSet, embedder: HashingEmbedder
+) -> dict[tuple[float, float, float], tuple[float, float]]:
+    """(k1, b, page weight) -> (degraded right-page rate, hybrid MRR), over the grid."""
+    queries = [question_query(q) for q in qs.questions]
+    vectors = embedder.embed([query.text for query in queries])
+    cosine = [cosines(kb.matrix, vector) for vector in vectors]
+    grid = {}
+    for k1 in GRID_K1:
+        for b in GRID_B:
+            for weight in GRID_PAGE_WEIGHT:
+                right, ranks = 0, []
+                for q, query, cos in zip(qs.questions, queries, cosine, strict=True):
+                    lexical = lexical_with(kb, query, k1, b, weight)
+                    right += best_page(kb, lexical) == q["page"]
+                    total = cos + np.float32(LEXICAL_WEIGHT) * lexical
+                    ranks.append(page_rank(kb, total, q["page"]))
+                grid[(k1, b, weight)] = (right / len(qs.questions), summarise(ranks).mrr)
+    return grid
+
+
+LEXICAL_WEIGHTS = (0.1, 0.2, 0.3, 0.5, 1.0)
+
+
+def lexical_weight_sweep(
+    kb: Knowledge, qs: QuestionSet, embedder: HashingEmbedder
+) -> dict[float, float]:
+    """Hybrid MRR for other weights of the lexical part beside the cosine."""
+    table = {f"{w}": weighted(w) for w in LEXICAL_WEIGHTS}
+    found = evaluate(kb, qs, embedder, table)
+    return {w: found[f"{w}"].mrr for w in LEXICAL_WEIGHTS}

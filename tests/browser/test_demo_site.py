@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 
 from local import site
+from steps.lib.grounding.knowledge import load_knowledge
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -108,8 +108,7 @@ def test_every_page_the_index_cites_is_served() -> None:
     knowledge = ROOT / "build" / "knowledge" / "knowledge.json"
     if not knowledge.exists():
         pytest.skip("the sample index is not built (make index)")
-    data = json.loads(knowledge.read_text(encoding="utf-8"))
-    pages = {chunk["page"] for chunk in data["chunks"]}
+    pages = set(load_knowledge(knowledge.parent).pages)
     assert pages
     for page in sorted(pages):
         found = site.handle_get(page)

@@ -133,7 +133,7 @@ def test_builds_are_reproducible(
     site = make_site({"a.md": PROSE, "b/index.md": "# B\n" + PROSE})
     for name in ("one", "two"):
         assert cli.main([str(site), "--out", str(tmp_path / name)]) == 0
-    for file in ("knowledge.json", "embeddings.npy"):
+    for file in ("knowledge.json", "embeddings.npy", "index.bin"):
         assert (tmp_path / "one" / file).read_bytes() == (tmp_path / "two" / file).read_bytes()
 
 

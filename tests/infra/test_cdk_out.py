@@ -58,7 +58,7 @@ def test_retrieval_steps_ship_arm64_numpy_and_the_knowledge_artifact(synth):
     root = _asset_dir(synth, "Retrieve")
     assert _asset_dir(synth, "Degraded") == root
     assert (root / "steps" / "retrieve.py").is_file()
-    for name in ARTIFACT_FILES:  # knowledge.json, embeddings.npy, lexical.bin
+    for name in ARTIFACT_FILES:  # knowledge.json, embeddings.npy, index.bin
         assert (root / "build" / "knowledge" / name).is_file()
     wheel = (root / "numpy-2.4.6.dist-info" / "WHEEL").read_text()
     assert "aarch64" in wheel and "cp313" in wheel

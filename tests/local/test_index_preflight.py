@@ -32,7 +32,7 @@ def rewrite(index: Path, **changes: object) -> None:
     metadata = json.loads((index / "knowledge.json").read_text(encoding="utf-8"))
     for key, value in changes.items():
         if key == "terms_version":
-            metadata["lexical"]["terms_version"] = value
+            metadata["index"]["terms_version"] = value
         elif key == "embedder":
             metadata["embedder"]["id"] = value
         else:

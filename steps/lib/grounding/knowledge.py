@@ -4,13 +4,18 @@ Three files in one directory, written by `chatguard index` (indexer/artifact.py)
 
 - ``embeddings.npy``: the n x d embedding matrix (float16 on disk, see docs/knowledge.md
   for the measurement behind that choice), rows in chunk order, each L2-normalised;
-- ``lexical.bin``: the BM25 postings as raw little-endian arrays, back to back (term
-  frequencies and field lengths as float32, chunk numbers as int32): loading them is one
-  read, one hash and a zero-copy view per array, no decoding;
-- ``knowledge.json``: schema version, embedder id and dimensions, the chunks (page,
-  heading trail, plain text, token count, content hash), the vocabulary and where each
-  lexical array lies in lexical.bin, the SHA-256 of both binary files, and as its last
-  key a checksum of everything before it.
+- ``index.bin``: raw little-endian arrays back to back: the BM25 postings (term
+  frequencies and field lengths as float32, chunk numbers as int32), and every string
+  the runtime needs (the vocabulary, sorted; each chunk's id, heading trail and plain
+  text; the page paths) as one UTF-8 blob per kind with an int32 array of end offsets;
+- ``knowledge.json``: a small header: schema version, embedder id and dimensions, the
+  chunk count, the terms version, where each array lies in index.bin, the CRC-32 of
+  both binary files, and as its last key a CRC-32 of everything before it.
+
+Loading is two reads, two CRCs and a zero-copy view per array: no JSON over the chunks,
+no dictionary of the vocabulary (a lookup is a binary search over the sorted blob), and
+a chunk's strings are decoded only when something reads that chunk (an answer reads
+five). docs/benchmarks.md ("Cold load") measures it against one JSON file.
 
 The runtime refuses an artifact whose schema, checksum, shape, terms version or embedder
 does not match, with a one-line KnowledgeError saying which, where the index is and how
@@ -19,16 +24,17 @@ to rebuild it: the retrieval steps then fail closed.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import io
+import bisect
 import json
+import mmap
+import os
+import zlib
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -36,16 +42,19 @@ from ..runtime.errors import KnowledgeError
 from ..text.tokens import TERMS_VERSION, terms
 
 # 2: BM25F postings (term frequencies, field lengths), plain-text chunks;
-# 3: the postings as raw arrays in lexical.bin instead of base64 inside knowledge.json.
-SCHEMA_VERSION = 3
+# 3: the postings as raw arrays in lexical.bin instead of base64 inside knowledge.json;
+# 4: the chunks' strings and the vocabulary in index.bin too (knowledge.json is a header),
+#    CRC-32 instead of SHA-256 for the checksums.
+SCHEMA_VERSION = 4
 METADATA_FILE = "knowledge.json"
 MATRIX_FILE = "embeddings.npy"
-LEXICAL_FILE = "lexical.bin"
-ARTIFACT_FILES = (METADATA_FILE, MATRIX_FILE, LEXICAL_FILE)
-# The lexical arrays in file order, each with its on-disk type (fixed here, not read from
-# the file, so an artifact cannot ask for another). Term frequencies and lengths are
-# stored as the float32 that scoring uses: no conversion at load.
-LEXICAL_DTYPES = {
+INDEX_FILE = "index.bin"
+ARTIFACT_FILES = (METADATA_FILE, MATRIX_FILE, INDEX_FILE)
+# The arrays of index.bin in file order, each with its on-disk type (fixed here, not read
+# from the file, so an artifact cannot ask for another). Term frequencies and lengths are
+# stored as the float32 that scoring uses: no conversion at load. A `*_ends` array holds
+# the end offset of each string in the `*_blob` after it (UTF-8 bytes).
+LEXICAL_DTYPES: dict[str, np.dtype[Any]] = {
     "document_frequency": np.dtype("<i4"),
     "postings": np.dtype("<i4"),
     "text_tf": np.dtype("<f4"),
@@ -53,8 +62,31 @@ LEXICAL_DTYPES = {
     "text_length": np.dtype("<f4"),
     "heading_length": np.dtype("<f4"),
 }
+# In index.bin the document frequencies are stored as what ranking reads: each term's
+# start in the postings (CSR pointers, one more than the terms) and its IDF.
+DERIVED_DTYPES: dict[str, np.dtype[Any]] = {
+    "postings_ptr": np.dtype("<i4"),
+    "idf": np.dtype("<f4"),
+}
+STRING_DTYPES: dict[str, np.dtype[Any]] = {
+    "term_ends": np.dtype("<i4"),  # the vocabulary, sorted by UTF-8 bytes: term id = place
+    "term_blob": np.dtype("u1"),
+    "chunk_ends": np.dtype("<i4"),  # per chunk: its id, heading trail, text
+    "chunk_blob": np.dtype("u1"),
+    "chunk_tokens": np.dtype("<i4"),
+    "chunk_page": np.dtype("<i4"),  # per chunk: its page's number
+    "page_ends": np.dtype("<i4"),  # page paths, by number (order of first chunk)
+    "page_blob": np.dtype("u1"),
+}
+INDEX_DTYPES: dict[str, np.dtype[Any]] = {
+    **DERIVED_DTYPES,
+    **{k: v for k, v in LEXICAL_DTYPES.items() if k != "document_frequency"},
+    **STRING_DTYPES,
+}
 _SEAL_HEAD = b',"checksum":"'
 _SEAL_TAIL = b'"}'
+_SEAL_DIGITS = 8
+_FIELDS_PER_CHUNK = 3  # id, heading trail, text
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +98,139 @@ class Chunk:
     tokens: int
 
 
+class Strings(Sequence[str]):
+    """Strings stored as one UTF-8 blob and their end offsets; item i decoded on access."""
+
+    __slots__ = ("_blob", "_ends")
+
+    def __init__(self, blob: bytes | np.ndarray, ends: np.ndarray) -> None:
+        self._blob: bytes | memoryview = blob if isinstance(blob, bytes) else blob.data
+        self._ends = ends
+
+    def __len__(self) -> int:
+        return int(self._ends.shape[0])
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        start = int(self._ends[index - 1]) if index else 0
+        return bytes(self._blob[start : int(self._ends[index])]).decode("utf-8")
+
+
+class Vocabulary(Mapping[str, int]):
+    """term -> term id over the sorted vocabulary: a binary search per new term, so loading
+    builds no dictionary of every term (the load then costs the same for any vocabulary).
+
+    Each term looked up is remembered (found or not), so a container's steady state is a
+    dictionary lookup; the memo is emptied past MEMO_LIMIT entries, so a flood of
+    made-up words cannot grow it without bound.
+    """
+
+    __slots__ = ("_memo", "_terms")
+    MEMO_LIMIT = 1 << 16
+
+    def __init__(self, sorted_terms: Sequence[str]) -> None:
+        self._terms = sorted_terms
+        self._memo: dict[str, int] = {}
+
+    def _search(self, term: str) -> int:
+        place = bisect.bisect_left(self._terms, term)
+        return place if place < len(self._terms) and self._terms[place] == term else -1
+
+    def __getitem__(self, term: str) -> int:
+        found = self._memo.get(term)
+        if found is None:
+            if len(self._memo) >= self.MEMO_LIMIT:
+                self._memo.clear()
+            found = self._memo[term] = self._search(term)
+        if found < 0:
+            raise KeyError(term)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._terms)
+
+    def __len__(self) -> int:
+        return len(self._terms)
+
+
+class ChunkTable(Sequence[Chunk]):
+    """The chunks of a loaded artifact, each built from index.bin the first time it is read."""
+
+    __slots__ = ("_cache", "_page_of", "_pages", "_strings", "_tokens")
+
+    def __init__(
+        self, strings: Strings, tokens: np.ndarray, page_of: np.ndarray, pages: Strings
+    ) -> None:
+        self._strings, self._tokens, self._page_of, self._pages = strings, tokens, page_of, pages
+        self._cache: list[Chunk | None] = [None] * int(tokens.shape[0])
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    @overload
+    def __getitem__(self, index: int) -> Chunk: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Chunk]: ...
+    def __getitem__(self, index: int | slice) -> Chunk | Sequence[Chunk]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        chunk = self._cache[index]  # raises IndexError out of range
+        if chunk is None:
+            index %= len(self._cache)
+            first = _FIELDS_PER_CHUNK * index
+            chunk = Chunk(
+                self._strings[first],
+                self._pages[int(self._page_of[index])],
+                self._strings[first + 1],
+                self._strings[first + 2],
+                int(self._tokens[index]),
+            )
+            self._cache[index] = chunk
+        return chunk
+
+
+class PageIndex(Mapping[str, tuple[int, ...]]):
+    """page path -> its chunk indexes (document order), worked out on first use: only a
+    request from a page the index knows needs it."""
+
+    __slots__ = ("_names", "_page_of", "_table")
+
+    def __init__(self, names: Sequence[str], page_of: np.ndarray) -> None:
+        self._names, self._page_of = names, page_of
+        self._table: dict[str, tuple[int, ...]] | None = None
+
+    def _built(self) -> dict[str, tuple[int, ...]]:
+        if self._table is None:
+            grouped: list[list[int]] = [[] for _ in range(len(self._names))]
+            for index, number in enumerate(self._page_of.tolist()):
+                grouped[number].append(index)
+            self._table = {
+                name: tuple(group) for name, group in zip(self._names, grouped, strict=True)
+            }
+        return self._table
+
+    def __getitem__(self, page: str) -> tuple[int, ...]:
+        return self._built()[page]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._built())
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Knowledge:
-    chunks: tuple[Chunk, ...]
+    chunks: Sequence[Chunk]
     matrix: np.ndarray  # n x d float32, rows L2-normalised
     embedder: str
     dimensions: int
@@ -108,34 +270,45 @@ def chunk_document(chunk: Chunk) -> str:
     return f"{chunk.heading}\n{chunk.text}"
 
 
+def postings_pointers(document_frequency: np.ndarray) -> np.ndarray:
+    """CSR pointers: the postings of term t lie at [ptr[t], ptr[t + 1])."""
+    pointers = np.zeros(document_frequency.shape[0] + 1, dtype=np.int64)
+    np.cumsum(document_frequency, out=pointers[1:])
+    return pointers
+
+
 def idf_weights(document_frequency: np.ndarray, n_chunks: int) -> np.ndarray:
     """BM25's IDF: always > 0, near 0 for a term in every chunk, high for rare terms."""
     df = document_frequency.astype(np.float64)
     return np.log1p((n_chunks - df + 0.5) / (df + 0.5)).astype(np.float32)
 
 
+def _utf8_order(term: str) -> bytes:
+    return term.encode("utf-8")
+
+
 def lexical_stats(chunks: Sequence[Chunk]) -> dict[str, Any]:
     """The lexical statistics: BM25F postings, term-major, as numpy arrays.
 
-    `terms` is the vocabulary (term id = position). For each term, in term-id order, the
-    chunks that hold it (`postings`, ascending) with the term's count in the chunk's text
-    (`text_tf`) and in its heading trail (`heading_tf`); `document_frequency` says how many
-    postings belong to each term, and `text_length` / `heading_length` give each chunk's
-    term count per field. Term-major order means loading is a view and a cumulative sum,
-    no sort.
+    `terms` is the vocabulary sorted by UTF-8 bytes (term id = position; the runtime
+    looks a term up by binary search). For each term, in term-id order, the chunks that
+    hold it (`postings`, ascending) with the term's count in the chunk's text
+    (`text_tf`) and in its heading trail (`heading_tf`); `document_frequency` says how
+    many postings belong to each term, and `text_length` / `heading_length` give each
+    chunk's term count per field. Term-major order means loading is a view and a
+    cumulative sum, no sort.
     """
-    vocabulary: dict[str, int] = {}
-    per_term: dict[int, list[tuple[int, int, int]]] = {}
+    per_term: dict[str, list[tuple[int, int, int]]] = {}
     text_lengths: list[int] = []
     heading_lengths: list[int] = []
     for index, chunk in enumerate(chunks):
         body, heading = Counter(terms(chunk.text)), Counter(terms(chunk.heading))
         text_lengths.append(sum(body.values()))
         heading_lengths.append(sum(heading.values()))
-        for term in sorted(body.keys() | heading.keys()):
-            term_id = vocabulary.setdefault(term, len(vocabulary))
-            per_term.setdefault(term_id, []).append((index, body[term], heading[term]))
-    postings = [per_term[term_id] for term_id in range(len(vocabulary))]
+        for term in body.keys() | heading.keys():
+            per_term.setdefault(term, []).append((index, body[term], heading[term]))
+    vocabulary = sorted(per_term, key=_utf8_order)
+    postings = [per_term[term] for term in vocabulary]  # chunks ascending within each
     flat = [entry for entries in postings for entry in entries]
     values = {
         "document_frequency": [len(entries) for entries in postings],
@@ -147,70 +320,121 @@ def lexical_stats(chunks: Sequence[Chunk]) -> dict[str, Any]:
     }
     return {
         "terms_version": TERMS_VERSION,
-        "terms": list(vocabulary),
+        "terms": vocabulary,
         **{key: np.asarray(values[key], dtype=dtype) for key, dtype in LEXICAL_DTYPES.items()},
     }
 
 
-def pack_lexical(lexical: Mapping[str, Any]) -> tuple[bytes, dict[str, list[int]]]:
-    """The lexical arrays as lexical.bin's bytes, and each one's [offset, count] in them."""
+def pack_strings(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(end offsets, UTF-8 blob) of `strings`, the form `Strings` reads."""
+    encoded = [s.encode("utf-8") for s in strings]
+    ends = np.cumsum([len(e) for e in encoded], dtype=np.int64)
+    if ends.size and int(ends[-1]) >= 1 << 31:
+        raise ValueError("the strings exceed 2 GiB")
+    return ends.astype("<i4"), np.frombuffer(b"".join(encoded), dtype=np.uint8)
+
+
+def index_arrays(chunks: Sequence[Chunk], lexical: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Every array of index.bin: the lexical statistics and the chunks' strings."""
+    numbers: dict[str, int] = {}
+    page_of = [numbers.setdefault(chunk.page, len(numbers)) for chunk in chunks]
+    term_ends, term_blob = pack_strings(lexical["terms"])
+    chunk_ends, chunk_blob = pack_strings([s for c in chunks for s in (c.id, c.heading, c.text)])
+    page_ends, page_blob = pack_strings(list(numbers))
+    strings = {
+        "term_ends": term_ends,
+        "term_blob": term_blob,
+        "chunk_ends": chunk_ends,
+        "chunk_blob": chunk_blob,
+        "chunk_tokens": np.asarray([c.tokens for c in chunks]),
+        "chunk_page": np.asarray(page_of),
+        "page_ends": page_ends,
+        "page_blob": page_blob,
+    }
+    out = {key: np.asarray(lexical[key]) for key in LEXICAL_DTYPES}
+    out["postings_ptr"] = postings_pointers(out["document_frequency"])
+    out["idf"] = idf_weights(out["document_frequency"], len(chunks))
+    out.update(strings)
+    return {key: np.ascontiguousarray(out[key], dtype=dtype) for key, dtype in INDEX_DTYPES.items()}
+
+
+_ALIGN = 8  # every array starts on an 8-byte boundary of the file
+
+
+def pack_index(arrays: Mapping[str, np.ndarray]) -> tuple[bytes, dict[str, list[int]]]:
+    """index.bin's bytes, and each array's [offset, count] in them."""
     parts: list[bytes] = []
     layout: dict[str, list[int]] = {}
     offset = 0
-    for key, dtype in LEXICAL_DTYPES.items():
-        raw = np.ascontiguousarray(lexical[key], dtype=dtype).tobytes()
+    for key, dtype in INDEX_DTYPES.items():
+        raw = np.ascontiguousarray(arrays[key], dtype=dtype).tobytes()
         layout[key] = [offset, len(raw) // dtype.itemsize]
-        parts.append(raw)
-        offset += len(raw)
+        padding = -len(raw) % _ALIGN
+        parts += [raw, b"\0" * padding]
+        offset += len(raw) + padding
     return b"".join(parts), layout
 
 
-def unpack_lexical(raw: bytes | np.ndarray, layout: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """Zero-copy views of lexical.bin's arrays (read-only), checked against its size."""
+def unpack_index(raw: bytes | np.ndarray, layout: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Zero-copy views of index.bin's arrays (read-only), checked against its size."""
     arrays: dict[str, np.ndarray] = {}
     try:
-        for key, dtype in LEXICAL_DTYPES.items():
+        for key, dtype in INDEX_DTYPES.items():
             offset, count = (int(v) for v in layout[key])
             if offset < 0 or count < 0 or offset + count * dtype.itemsize > len(raw):
                 raise ValueError(f"{key} lies outside the file")
             arrays[key] = np.frombuffer(raw, dtype=dtype, count=count, offset=offset)
     except (KeyError, ValueError, TypeError) as exc:
-        raise KnowledgeError(f"{LEXICAL_FILE} is unreadable: {exc}") from exc
+        raise KnowledgeError(f"{INDEX_FILE} is unreadable: {exc}") from exc
     return arrays
 
 
 def seal(metadata: Mapping[str, Any]) -> bytes:
-    """The bytes of knowledge.json: compact JSON whose LAST key is its own SHA-256.
+    """The bytes of knowledge.json: compact JSON whose LAST key is its own CRC-32 (eight
+    hex digits; see `checksum` for why not a cryptographic hash).
 
-    The checksum covers the exact bytes before it, so verifying costs one hash over the
-    file instead of a re-serialisation of everything (a third of the load time otherwise).
+    The checksum covers the exact bytes before it, so verifying costs one pass over the
+    file instead of a re-serialisation of everything.
     """
     body = {k: v for k, v in metadata.items() if k != "checksum"}
     raw = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    digest = hashlib.sha256(raw).hexdigest().encode("ascii")
+    digest = f"{checksum(raw):08x}".encode("ascii")
     return raw[:-1] + _SEAL_HEAD + digest + _SEAL_TAIL
 
 
 def sealed(raw: bytes) -> bool:
     """True when `raw` ends with the checksum `seal` wrote and the bytes still match it."""
-    size = len(_SEAL_HEAD) + 64 + len(_SEAL_TAIL)
+    size = len(_SEAL_HEAD) + _SEAL_DIGITS + len(_SEAL_TAIL)
     if (
         len(raw) <= size
         or not raw.endswith(_SEAL_TAIL)
         or raw[-size:][: len(_SEAL_HEAD)] != _SEAL_HEAD
     ):
         return False
-    digest = hashlib.sha256(raw[:-size] + b"}").hexdigest().encode("ascii")
-    return hmac.compare_digest(digest, raw[-64 - len(_SEAL_TAIL) : -len(_SEAL_TAIL)])
+    digest = f"{checksum(raw[:-size] + b'}'):08x}".encode("ascii")
+    return digest == raw[-_SEAL_DIGITS - len(_SEAL_TAIL) : -len(_SEAL_TAIL)]
+
+
+def checksum(data: bytes | memoryview | mmap.mmap) -> int:
+    """CRC-32 of a binary file of the artifact.
+
+    It detects a corrupt or mismatched package (a truncated copy, a flipped bit, a file
+    from another build swapped in), not an adversary: whoever can change the package can
+    rewrite knowledge.json's checksums too, and the deployment pipeline guards the
+    package itself. For that job CRC-32 is enough, and it costs about a third of a
+    SHA-256 of the same bytes on every cold start (docs/benchmarks.md, "Cold load").
+    """
+    return zlib.crc32(data)
 
 
 def build_knowledge(
     chunks: Sequence[Chunk], matrix: np.ndarray, embedder: str, lexical: Mapping[str, Any]
 ) -> Knowledge:
-    """Assemble the in-memory index (also used by tests and the benchmark)."""
+    """Assemble the in-memory index from chunks (used by tests and the benchmark), with
+    the checks a hand-made index needs."""
     n = len(chunks)
-    if matrix.ndim != 2 or matrix.shape[0] != n:
-        raise KnowledgeError(f"matrix shape {matrix.shape} does not match {n} chunks")
+    numbers: dict[str, int] = {}
+    page_of = np.fromiter((numbers.setdefault(c.page, len(numbers)) for c in chunks), np.int64, n)
     term_list: list[str] = list(lexical["terms"])
     try:
         arrays = {key: np.asarray(lexical[key], dtype=t) for key, t in LEXICAL_DTYPES.items()}
@@ -225,29 +449,39 @@ def build_knowledge(
         or (postings.size and not 0 <= int(postings.min()) <= int(postings.max()) < n)
     ):
         raise KnowledgeError("lexical statistics do not match the chunks")
-    postings_ptr = np.zeros(len(term_list) + 1, dtype=np.int64)
-    np.cumsum(df, out=postings_ptr[1:])
-    pages: dict[str, list[int]] = {}
-    for index, chunk in enumerate(chunks):
-        pages.setdefault(chunk.page, []).append(index)
-    numbers: dict[str, int] = {}
+    arrays["postings_ptr"] = postings_pointers(df)
+    arrays["idf"] = idf_weights(df, n)
+    vocabulary = dict(zip(term_list, range(len(term_list)), strict=True))
+    pages = PageIndex(list(numbers), page_of)
+    return _assemble(tuple(chunks), matrix, embedder, arrays, vocabulary, page_of, pages)
+
+
+def _assemble(
+    chunks: Sequence[Chunk],
+    matrix: np.ndarray,
+    embedder: str,
+    arrays: Mapping[str, np.ndarray],
+    vocabulary: Mapping[str, int],
+    page_of: np.ndarray,
+    pages: Mapping[str, tuple[int, ...]],
+) -> Knowledge:
+    if matrix.ndim != 2 or matrix.shape[0] != len(chunks):
+        raise KnowledgeError(f"matrix shape {matrix.shape} does not match {len(chunks)} chunks")
     return Knowledge(
-        chunks=tuple(chunks),
-        matrix=np.ascontiguousarray(matrix, dtype=np.float32),
+        chunks=chunks,
+        matrix=matrix if matrix.dtype == np.float32 else np.asarray(matrix, np.float32),
         embedder=embedder,
         dimensions=int(matrix.shape[1]),
-        vocabulary=dict(zip(term_list, range(len(term_list)), strict=True)),
-        idf=idf_weights(df, n),
-        postings_ptr=postings_ptr,
-        postings=postings,
+        vocabulary=vocabulary,
+        idf=arrays["idf"],
+        postings_ptr=arrays["postings_ptr"],
+        postings=arrays["postings"],
         text_tf=arrays["text_tf"],
         heading_tf=arrays["heading_tf"],
         text_length=arrays["text_length"],
         heading_length=arrays["heading_length"],
-        page_of=np.fromiter(
-            (numbers.setdefault(chunk.page, len(numbers)) for chunk in chunks), np.int64, n
-        ),
-        pages={page: tuple(indexes) for page, indexes in pages.items()},
+        page_of=page_of,
+        pages=pages,
     )
 
 
@@ -262,6 +496,22 @@ def load_knowledge(directory: Path, *, embedder: str | None = None) -> Knowledge
 
 
 def _load(directory: Path, embedder: str | None) -> Knowledge:
+    """_load_described, with every refusal as one line that names the index directory and
+    the command that rebuilds it (a missing artifact already says which command builds
+    it; a header of this schema that lacks a field or holds the wrong type, sealed again
+    after a hand edit, is refused like a corrupt file, not with a traceback)."""
+    try:
+        return _load_described(directory, embedder)
+    except KnowledgeError as exc:
+        if "`chatguard index" in str(exc):
+            raise
+        raise incompatible(directory, f"is unusable ({exc})", embedder) from exc
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        why = f"{METADATA_FILE} does not describe a usable artifact ({type(exc).__name__}: {exc})"
+        raise incompatible(directory, f"is unusable ({why})", embedder) from exc
+
+
+def _load_described(directory: Path, embedder: str | None) -> Knowledge:
     metadata = _read_metadata(directory)
     if embedder is not None and metadata["embedder"]["id"] != embedder:
         raise incompatible(
@@ -271,11 +521,38 @@ def _load(directory: Path, embedder: str | None) -> Knowledge:
             embedder,
         )
     matrix = _read_matrix(directory, metadata)
-    lexical = {**metadata["lexical"], **_read_lexical(directory, metadata["lexical"])}
-    chunks = [
-        Chunk(c["id"], c["page"], c["heading"], c["text"], c["tokens"]) for c in metadata["chunks"]
-    ]
-    return build_knowledge(chunks, matrix, metadata["embedder"]["id"], lexical)
+    spec = metadata["index"]
+    arrays = unpack_index(_map_verified(directory / INDEX_FILE, spec.get("crc32")), spec["layout"])
+    # Sizes only, from the layout (no pass over any array): the CRC already vouches for
+    # the bytes, these catch a header that describes another file.
+    count = {key: int(array.shape[0]) for key, array in arrays.items()}
+    n = int(metadata["chunks"])
+    terms_n = count["term_ends"]
+    if (
+        count["postings_ptr"] != terms_n + 1
+        or count["idf"] != terms_n
+        or any(count[k] != count["postings"] for k in ("text_tf", "heading_tf"))
+        or any(count[k] != n for k in ("text_length", "heading_length", "chunk_tokens"))
+        or count["chunk_page"] != n
+        or count["chunk_ends"] != _FIELDS_PER_CHUNK * n
+        or (terms_n and int(arrays["postings_ptr"][-1]) != count["postings"])
+        or any(
+            count[f"{kind}_ends"] and int(arrays[f"{kind}_ends"][-1]) != count[f"{kind}_blob"]
+            for kind in ("term", "chunk", "page")
+        )
+    ):
+        raise KnowledgeError("lexical statistics do not match the chunks")
+    page_names = Strings(arrays["page_blob"], arrays["page_ends"])
+    page_of = arrays["chunk_page"]
+    chunks = ChunkTable(
+        Strings(arrays["chunk_blob"], arrays["chunk_ends"]),
+        arrays["chunk_tokens"],
+        page_of,
+        page_names,
+    )
+    vocabulary = Vocabulary(Strings(arrays["term_blob"], arrays["term_ends"]))
+    pages = PageIndex(page_names, page_of)
+    return _assemble(chunks, matrix, metadata["embedder"]["id"], arrays, vocabulary, page_of, pages)
 
 
 def incompatible(directory: Path, why: str, embedder: str | None = None) -> KnowledgeError:
@@ -294,7 +571,7 @@ def incompatible(directory: Path, why: str, embedder: str | None = None) -> Know
 def _read_metadata(directory: Path) -> dict[str, Any]:
     path = directory / METADATA_FILE
     try:
-        raw = path.read_bytes()
+        raw = _read_small(path)
         metadata = json.loads(raw)
     except FileNotFoundError:
         raise KnowledgeError(
@@ -312,56 +589,72 @@ def _read_metadata(directory: Path) -> dict[str, Any]:
         )
     if not sealed(raw):
         raise KnowledgeError(f"{METADATA_FILE} checksum mismatch: the file is corrupted")
-    if metadata["lexical"].get("terms_version") != TERMS_VERSION:
+    if metadata["index"].get("terms_version") != TERMS_VERSION:
         raise incompatible(
             directory,
-            f"was tokenised with terms version {metadata['lexical'].get('terms_version')!r}, "
+            f"was tokenised with terms version {metadata['index'].get('terms_version')!r}, "
             f"this runtime uses {TERMS_VERSION}",
         )
     return metadata
 
 
-def _read_verified(path: Path, sha256: object) -> np.ndarray:
-    """The file's bytes as one uint8 array (read straight into it: no second copy), after
-    one SHA-256 over them matches the checksum knowledge.json pins."""
+def _read_small(path: Path) -> bytes:
+    """A small file's bytes through the os module: a cold start pays for every layer."""
+    fd = os.open(path, os.O_RDONLY)
     try:
-        raw = np.fromfile(path, dtype=np.uint8)
-    except (OSError, ValueError) as exc:
+        parts = []
+        while part := os.read(fd, 1 << 16):
+            parts.append(part)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+def _map_verified(path: Path, crc32: object) -> np.ndarray:
+    """The file's bytes as a read-only uint8 array over a memory map (no copy: the page
+    cache holds the bytes), after its CRC-32 matches the one knowledge.json pins."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)  # the map keeps its own reference to the file
+    except (OSError, ValueError) as exc:  # ValueError: an empty file cannot be mapped
         raise KnowledgeError(f"{path.name} is unreadable: {exc}") from exc
-    if hashlib.sha256(raw.data).hexdigest() != sha256:
+    if checksum(mapped) != crc32:
         raise KnowledgeError(f"{path.name} checksum mismatch: corrupted or from another build")
-    raw.setflags(write=False)  # the arrays viewing it are read-only too
-    return raw
+    return np.frombuffer(mapped, dtype=np.uint8)
+
+
+_MATRIX_DTYPES: dict[object, np.dtype[Any]] = {
+    "float16": np.dtype("<f2"),
+    "float32": np.dtype("<f4"),
+}
 
 
 def _read_matrix(directory: Path, metadata: Mapping[str, Any]) -> np.ndarray:
-    raw = _read_verified(directory / MATRIX_FILE, metadata["matrix"]["sha256"])
-    try:  # the .npy header, then a view of the data that follows it (np.load would copy)
-        header = io.BytesIO(raw[:_NPY_HEADER_MAX].tobytes())
-        version = np.lib.format.read_magic(header)
-        read_header = (
-            np.lib.format.read_array_header_1_0
-            if version == (1, 0)
-            else np.lib.format.read_array_header_2_0
-        )
-        shape, fortran, dtype = read_header(header)
-        if fortran or dtype.hasobject:
-            raise ValueError("not a C-ordered numeric array")
-        count = int(np.prod(shape)) if shape else 1
-        matrix = np.frombuffer(raw, dtype=dtype, count=count, offset=header.tell())
-        matrix = matrix.reshape(shape)
-    except (ValueError, TypeError) as exc:
-        raise KnowledgeError(f"{MATRIX_FILE} is not a valid .npy file: {exc}") from exc
-    expected = (len(metadata["chunks"]), int(metadata["embedder"]["dimensions"]))
-    if matrix.shape != expected or matrix.dtype not in (np.float16, np.float32):
+    """The matrix as float32: a view of the file when stored so, else widened once.
+
+    The .npy header is not parsed: knowledge.json says where the data starts, its type
+    and its shape, and the CRC vouches for the bytes; only the size is checked.
+    """
+    spec = metadata["matrix"]
+    raw = _map_verified(directory / MATRIX_FILE, spec["crc32"])
+    expected = (int(metadata["chunks"]), int(metadata["embedder"]["dimensions"]))
+    dtype = _MATRIX_DTYPES.get(spec.get("dtype"))
+    offset = int(spec.get("offset", -1))
+    if dtype is None or offset < 0:
+        raise incompatible(directory, f"holds a {spec.get('dtype')!r} matrix")
+    values = (raw.shape[0] - offset) // dtype.itemsize
+    if values != expected[0] * expected[1] or offset + values * dtype.itemsize != raw.shape[0]:
         raise incompatible(
-            directory, f"holds a {matrix.dtype} {matrix.shape} matrix, not {expected}"
+            directory, f"holds a {dtype.name} matrix of {values} values, not {expected}"
         )
+    matrix = np.frombuffer(raw, dtype=dtype, count=values, offset=offset).reshape(expected)
     # Ranking runs in float32: numpy has no fast float16 matrix product.
-    return widen(matrix) if matrix.dtype == np.float16 else np.asarray(matrix, np.float32)
+    return widen(matrix) if dtype == np.float16 else matrix
 
 
-_NPY_HEADER_MAX = 4096  # .npy headers are padded to 64 bytes; ours is 128
 _F16_TO_F32_SCALE = np.float32(2.0**112)  # 2^(127 - 15): float32 bias minus float16 bias
 _SIGN_AND_MAGNITUDE = np.int32(-0x70000001)  # 0x8FFFFFFF: bit 31 and bits 0-27
 
@@ -382,13 +675,3 @@ def widen(half: np.ndarray) -> np.ndarray:
     out = bits.view(np.float32)
     out *= _F16_TO_F32_SCALE
     return out
-
-
-def _read_lexical(directory: Path, spec: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    raw = _read_verified(directory / LEXICAL_FILE, spec.get("sha256"))
-    return unpack_lexical(raw, spec.get("layout") or {})
-
-
-def content_hash(text: str) -> str:
-    """Short content hash of a chunk's document, stored with each chunk in knowledge.json."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]

@@ -67,7 +67,8 @@ def as_query(query: Query | str) -> Query:
 
 def _postings_of(kb: Knowledge, weights: Mapping[str, float]) -> _Gathered | None:
     """Every (query term, chunk) posting of the query's known terms, in one gather."""
-    known = sorted((kb.vocabulary[t], w) for t, w in weights.items() if t in kb.vocabulary)
+    ids = ((kb.vocabulary.get(t), w) for t, w in weights.items())  # one lookup per term
+    known = sorted((term_id, w) for term_id, w in ids if term_id is not None)
     if not known:
         return None
     term_ids = np.asarray([term_id for term_id, _ in known], dtype=np.int64)
