@@ -6,16 +6,24 @@ a missing or mismatched artifact fails closed without paying for an embedding. T
 cut to ``pricing.TITAN_QUERY_MAX_BYTES`` of byte bound: under Titan's 8,192-token input
 limit whatever its tokenizer does, and within what the reserve paid for. Any failure here
 happens before the model call, so the state machine releases the reservation.
+
+The embedding is billed when it is sent, on that UTC day; the reservation holds the day S2
+saw. So S4, like S5, sends nothing once that day has ended (NotSent, then the release):
+an embedding sent at 00:00:01 under a 23:59:59 reservation would spend the new day's money
+on the old day's account.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from steps.lib.grounding import preload
 from steps.lib.money import byte_bound, pricing
 from steps.lib.providers import models
+from steps.lib.request import identity
 from steps.lib.runtime import init_phase, observability
+from steps.lib.runtime.errors import NotSent
 from steps.lib.runtime.settings import settings
 
 init_phase.at_init(preload.retrieval_index)  # INIT phase on Lambda; no-op elsewhere
@@ -36,6 +44,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     history, cap, page = request.get("history") or [], s.history_turn_max_chars, request.get("page")
     query = retrieval.follow_up_query(request["message"], history, history_chars=cap, page=page)
     text = byte_bound.cut_to_bound(query.text, pricing.TITAN_QUERY_MAX_BYTES)
+    reserved_on(event["day"], time.time())
     vector, embedding_tokens = embedder.embed_query(text)
     ranked = retrieval.rank(kb, vector, query, limit=TOP_MATCHES)
     chunks = retrieval.select_grounding(
@@ -47,6 +56,13 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "sources": _sources(chunks, [kb.chunks[i].id for i, _ in ranked]),
         "embeddingTokens": embedding_tokens,
     }
+
+
+def reserved_on(day: str, now: float) -> None:
+    """NotSent unless ``now`` is still on the reservation's UTC ``day`` (checked last, right
+    before the billed embedding call)."""
+    if identity.day_of(now) != day:
+        raise NotSent(f"the reservation is for {day}, which has ended; nothing embedded")
 
 
 def _sources(chunks: list[Any], ranked_ids: list[str]) -> list[dict[str, str]]:

@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import statistics
+import time
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,10 @@ def _grounding(question: dict[str, Any]) -> list[dict[str, str]]:
     from steps import retrieve
 
     request = {"message": question["question"], "history": [], "page": question.get("page")}
-    grounding: list[dict[str, str]] = retrieve.handler({"request": request}, None)["grounding"]
+    from steps.lib.request import identity
+
+    event = {"request": request, "day": identity.day_of(time.time())}
+    grounding: list[dict[str, str]] = retrieve.handler(event, None)["grounding"]
     return grounding
 
 

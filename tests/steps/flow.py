@@ -93,7 +93,13 @@ def _answer(ex: _Execution, body: Any, address: str, origin: str) -> None:
         d = ex.step("Degraded", degraded.handler, {"request": o["request"], "reason": g["reason"]})
         raise _Done(d["statusCode"], d["body"])
     release = {"reservation": g["reservation"], "release": True}
-    r = _releasing(ex, "Retrieve", retrieve.handler, {"request": o["request"]}, release)
+    r = _releasing(
+        ex,
+        "Retrieve",
+        retrieve.handler,
+        {"request": o["request"], "day": g["reservation"]["day"]},
+        release,
+    )
     invoke_event = {
         "request": o["request"],
         "grounding": r["grounding"],

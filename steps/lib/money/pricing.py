@@ -40,7 +40,8 @@ The promise rests on two links, and this module is the first.
    before anything is sent, so the link holds even while S3 and S5 run different settings
    during a deploy (``NotSent`` then releases the reservation); S6 settles at least the
    cost S5 computed, so an S6 on older prices cannot under-count. S5 also sends nothing
-   once the reservation's UTC day has ended: the day charged is the day of the call.
+   once the reservation's UTC day has ended, and neither does S4 embed
+   (retrieve.py::reserved_on): the day charged is the day of the call.
 
 2. **Per total: the reservations fit.** A reservation is admitted only under the
    conditional write ``total <= ceiling - reserve`` on day, month and visitor in one
@@ -82,7 +83,8 @@ Where each step is enforced (paths under steps/, as ``file::function``):
   Invoke state, so one reservation pays for one call; BedrockResponder.guard sends the
   message alone (A4).
 - The embedding: retrieve.py::handler cuts the query to ``TITAN_QUERY_MAX_BYTES``
-  (money/byte_bound.py::cut_to_bound).
+  (money/byte_bound.py::cut_to_bound) and sends it only on the reservation's day
+  (retrieve.py::reserved_on).
 - Settling: money/ledger_items.py::settlement_items moves the totals by ``actual -
   reserve`` under ``SETTLES_ONCE``; money/ledger.py::reconcile reports a repeat as
   ``already_settled``; reconcile.py::handler settles at least S5's ``invokeCostMicros``.

@@ -227,27 +227,48 @@ def test_a_model_call_after_a_slow_guardrail_is_charged_to_its_day(aws, monkeypa
     assert called_on == []  # no call went out on January's day under December's reservation
 
 
-# The same midnight, one step earlier: S3 reserves on S2's day without checking its own
-# clock, and S4's embedding call (billed) goes out after midnight; S5 then refuses
-# (NotSent) and the release settles the embedding's bound (161 micro-USD at the default
-# price) on the day that has ended. January spent it; December's account holds it.
-@pytest.mark.xfail(
-    strict=True,
-    reason="red team 2: an embedding sent at 00:00:01 under a 23:59:59 reservation is "
-    "released onto the old day: 161 micro-USD per straddling request under-counts the new day",
-)
-def test_an_embedding_sent_after_midnight_is_charged_to_the_day_it_is_made(aws, monkeypatch):
+# The same midnight, one step earlier: S3 reserves on S2's day, and S4 starts after
+# midnight. Titan bills an embedding on the day it is sent, so S4 checks the reservation's
+# day right before it (retrieve.reserved_on). The naive S4 (no check; red team 2's
+# counter-example) sends it on January's money under December's reservation, and the
+# release settles its bound (161 micro-USD at the default price) on December.
+@pytest.mark.parametrize("checked", [True, False], ids=["as built", "naive: no day check in S4"])
+def test_an_embedding_is_never_sent_after_its_reservations_day(aws, monkeypatch, checked):
     clock = [at("2026-12-31 23:59:59")]
     monkeypatch.setattr("time.time", lambda: clock[0])
-    real_retrieve = retrieve.handler
+    embedded_on: list[str] = []
+    real_embedder, real_retrieve = models.query_embedder, retrieve.handler
+
+    class Recording:
+        """The configured embedder, recording the UTC day each (billed) call is sent on."""
+
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.inner, name)
+
+        def embed_query(self, text: str) -> Any:
+            embedded_on.append(identity.day_of(clock[0]))
+            return self.inner.embed_query(text)
 
     def late_retrieve(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        clock[0] = at("2027-01-01 00:00:01")  # S4 starts after midnight: its embedding too
+        clock[0] = at("2027-01-01 00:00:01")  # S4 starts after midnight
         result: dict[str, Any] = real_retrieve(event, context)
         return result
 
+    monkeypatch.setattr(models, "query_embedder", lambda *a, **k: Recording(real_embedder(*a, **k)))
     monkeypatch.setattr(retrieve, "handler", late_retrieve)
+    if not checked:
+        monkeypatch.setattr(retrieve, "reserved_on", lambda day, now: None)
     run = send(ASK)
-    assert run.errors == {"Invoke": "NotSent"}
-    embedded = pricing.release_micros(Settings())
-    assert min(aws.cost("GLOBAL", "2027-01-01"), aws.cost("GLOBAL", "MONTH#2027-01")) >= embedded
+    billed_in_january = pricing.release_micros(Settings()) * embedded_on.count("2027-01-01")
+    counted_in_january = min(aws.cost("GLOBAL", "2027-01-01"), aws.cost("GLOBAL", "MONTH#2027-01"))
+    (res,) = reservation_items(aws)
+    assert res["day"]["S"] == "2026-12-31" and res["status"]["S"] == "settled"  # released
+    if checked:
+        assert run.status == 503 and run.errors == {"Retrieve": "NotSent"}
+        assert embedded_on == [] and counted_in_january == billed_in_january == 0
+    else:
+        assert run.errors == {"Invoke": "NotSent"} and embedded_on == ["2027-01-01"]
+        assert counted_in_january < billed_in_january  # January pays what it never counted
