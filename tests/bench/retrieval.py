@@ -559,6 +559,10 @@ def static_comparison(work: Path, sets: dict[str, tuple[Path, Path, dict[str, An
         qs = quality.load_set(questions)
         kb, kb_static = load_knowledge(hashed), load_knowledge(static)
         found[where] = static_embedding.static_report(kb, kb_static, qs, EMBEDDER, embedder)
+        sif = static_embedding.with_sif(embedder, [chunk_document(c) for c in kb.chunks])
+        build(site, work / f"built-sif-{site.name}", policy, sif)
+        kb_sif = load_knowledge(work / f"built-sif-{site.name}")
+        found[where]["sif"] = static_embedding.static_report(kb, kb_sif, qs, EMBEDDER, sif)
         texts += [quality.question_query(q).text for q in qs.questions]
     bm25 = {
         where: next(v.mrr for k, v in result["rankings"].items() if k.startswith("BM25"))
@@ -570,7 +574,10 @@ def static_comparison(work: Path, sets: dict[str, tuple[Path, Path, dict[str, An
     )  # fmt: skip
     for where, (_, _, result) in sets.items():
         result["rankings"].update(static_embedding.rows(found[where], weight))
-        result["static_lines"] = static_embedding.lines(found[where], bm25[where], weight)
+        result["static_lines"] = [
+            *static_embedding.lines(found[where], bm25[where], weight),
+            static_embedding.sif_line(found[where]["sif"], bm25[where], weight),
+        ]
     return (
         static_embedding.costs(
             static_embedding.installed_bytes(package),

@@ -70,3 +70,19 @@ def test_the_weight_is_the_one_whose_worse_margin_is_largest() -> None:
     b = {w: 0.10 - 0.1 * (len(weights) - 1 - i) for i, w in enumerate(weights)}
     assert static_embedding.chosen_weight([a, b]) == weights[len(weights) // 2]
     assert static_embedding.chosen_weight([a]) == weights[0]
+
+
+def test_sif_weights_frequent_tokens_down_and_leaves_the_base_alone(
+    embedder: static_embedding.StaticEmbedder,
+) -> None:
+    corpus = ["the registry and the package and the scope"] * 20 + ["publish"]
+    sif = static_embedding.with_sif(embedder, corpus)
+    assert embedder.token_weight is None and sif.id.endswith("-sif")
+    ids = {
+        t: embedder.tokenizer.encode(t, add_special_tokens=False).ids[0] for t in ("the", "publish")
+    }
+    assert sif.token_weight is not None
+    assert sif.token_weight[ids["the"]] < sif.token_weight[ids["publish"]] < 1.0
+    text = ["the publish"]
+    assert not np.allclose(sif.embed(text), embedder.embed(text))
+    np.testing.assert_allclose(np.linalg.norm(sif.embed(text), axis=1), 1.0, atol=1e-6)
