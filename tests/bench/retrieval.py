@@ -54,7 +54,7 @@ from steps.lib.grounding.retrieval import (
 from steps.lib.providers.hashing_embedder import HashingEmbedder
 from steps.lib.text import tokens
 from steps.lib.text.tokens import terms
-from tests.bench import corpora, quality, report, thesaurus
+from tests.bench import corpora, quality, report, static_embedding, thesaurus
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "examples" / "site"
@@ -289,6 +289,7 @@ def quality_table(title: str, result: dict[str, Any]) -> list[str]:
         ),
         f"- hybrid MRR with the visitor on an unrelated page (the current-page prior of "
         f"{CURRENT_PAGE_WEIGHT} must not drown a clear match): {result['unrelated_page_mrr']:.3f}",
+        *result.get("static_lines", ()),
     ]
 
 
@@ -443,7 +444,8 @@ def ms(timing: Timing) -> str:
 
 
 def table(own: dict[str, Any], npm: dict[str, Any], npm_corpus: corpora.Corpus,
-          latency_rows: list[Any], loads: dict[str, Any], prec: dict[str, Any]) -> str:  # fmt: skip
+          latency_rows: list[Any], loads: dict[str, Any], prec: dict[str, Any],
+          static: str | None = None) -> str:  # fmt: skip
     f16, f32, js, jn = (loads[k] for k in ("float16", "float32", "json", "json+numpy"))
     plain = loads["plain"]
     speedup = js["timing"][0] / f16["timing"][0]
@@ -477,6 +479,7 @@ def table(own: dict[str, Any], npm: dict[str, Any], npm_corpus: corpora.Corpus,
                 npm,
             ),
             "",
+            *([static, ""] if static else []),
             f"**Ranking latency**, one query against n chunks x {DIMS} dimensions (numpy = "
             "`retrieval.rank()`: one blocked matrix-vector product + one bincount over postings; "
             "the loop = the article's map, score, sort in plain Python over lists, given "
@@ -537,6 +540,57 @@ def table(own: dict[str, Any], npm: dict[str, Any], npm_corpus: corpora.Corpus,
     )
 
 
+def static_comparison(work: Path, sets: dict[str, tuple[Path, Path, dict[str, Any]]]) -> str:
+    """The static embedder on both sets (rows and bullets added to each set's result),
+    and the paragraph of what it costs; a line saying so when wordllama is not installed."""
+    package = static_embedding.package_dir()
+    if package is None:
+        return "**Static embedder**: not measured (wordllama is not installed)."
+    embedder = static_embedding.StaticEmbedder(package)
+    policy = IndexPolicy.from_context()
+    found, build_ms, texts = {}, {}, []
+    for where, (site, questions, _) in sets.items():
+        hashed, static = work / f"built-hashing-{site.name}", work / f"built-static-{site.name}"
+        build_ms[where] = measure(
+            {"hashing": lambda site=site, out=hashed: build(site, out, policy, EMBEDDER),
+             "static": lambda site=site, out=static: build(site, out, policy, embedder)},
+            rounds=3,
+        )  # fmt: skip
+        qs = quality.load_set(questions)
+        kb, kb_static = load_knowledge(hashed), load_knowledge(static)
+        found[where] = static_embedding.static_report(kb, kb_static, qs, EMBEDDER, embedder)
+        sif = static_embedding.with_sif(embedder, [chunk_document(c) for c in kb.chunks])
+        build(site, work / f"built-sif-{site.name}", policy, sif)
+        kb_sif = load_knowledge(work / f"built-sif-{site.name}")
+        found[where]["sif"] = static_embedding.static_report(kb, kb_sif, qs, EMBEDDER, sif)
+        texts += [quality.question_query(q).text for q in qs.questions]
+    bm25 = {
+        where: next(v.mrr for k, v in result["rankings"].items() if k.startswith("BM25"))
+        for where, (_, _, result) in sets.items()
+    }
+    weight = static_embedding.chosen_weight(
+        [{w: r["hybrid"].mrr - bm25[where] for w, r in found[where]["by_weight"].items()}
+         for where in sets]
+    )  # fmt: skip
+    for where, (_, _, result) in sets.items():
+        result["rankings"].update(static_embedding.rows(found[where], weight))
+        result["static_lines"] = [
+            *static_embedding.lines(found[where], bm25[where], weight),
+            static_embedding.sif_line(found[where]["sif"], bm25[where], weight),
+        ]
+    return (
+        static_embedding.costs(
+            static_embedding.installed_bytes(package),
+            static_embedding.timings(EMBEDDER, embedder, texts),
+            build_ms,
+            static_embedding.load_ms(package),
+            weight,
+        )
+        + " "
+        + static_embedding.verdict(found, bm25, weight)
+    )
+
+
 def write_section(body: str) -> None:
     report.write_section("retrieval", "Retrieval", body, DOC)
 
@@ -555,10 +609,12 @@ def main() -> None:
             (npm, npm_corpus.site, NPM_QUESTIONS),
         ):
             result["stemmed"] = stemmed_report(site, questions, work / f"stemmed-{site.name}")
+        sets = {"sample site": (SITE, QUESTIONS, own), "npm": (npm_corpus.site, NPM_QUESTIONS, npm)}
+        static = static_comparison(work, sets)
         latency_rows = latency(sample)
         loads = load_comparison(sample, work)
         prec = precision(work, sample)
-    body = table(own, npm, npm_corpus, latency_rows, loads, prec)
+    body = table(own, npm, npm_corpus, latency_rows, loads, prec, static)
     print(body)
     write_section(body)  # re-reads the file right before writing: other sections survive
 
