@@ -16,6 +16,10 @@ from .conftest import ANSWERED_PATH
 ALLOWED = {"decision": "allowed"}
 
 
+# What CostGate hands on: Retrieve and Invoke read the reservation's day from it.
+RESERVATION = {"id": "r", "day": "2026-01-01"}
+
+
 def _stand_ins(invoke_raises: type[Exception] | None = None) -> dict[str, Any]:
     def origin(event: dict[str, Any], _ctx: Any) -> dict[str, Any]:
         return {**ALLOWED, "request": event["body"]}
@@ -31,7 +35,7 @@ def _stand_ins(invoke_raises: type[Exception] | None = None) -> dict[str, Any]:
     return {
         "steps.origin_verify": origin,
         "steps.quota": lambda e, c: {**ALLOWED, "visitor": "v", "day": "2026-01-01"},
-        "steps.cost_gate": lambda e, c: {"decision": "reserved", "reservation": {"id": "r"}},
+        "steps.cost_gate": lambda e, c: {"decision": "reserved", "reservation": RESERVATION},
         "steps.retrieve": lambda e, c: {"grounding": [], "sources": [], "embeddingTokens": 1},
         "steps.invoke": invoke,
         "steps.reconcile": lambda e, c: {"status": "settled"},
