@@ -14,16 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from steps.lib.runtime.errors import SettingsError
-from steps.lib.runtime.settings import ENV_PREFIX, Settings, cdk_context
+from steps.lib.runtime.settings import ENV_PREFIX, Settings, cdk_context, edge_context
 
 DEFAULT_IP = "192.0.2.1"  # a documentation address: the local visitor
 EXIT_USAGE = 2
-
-
-def edge_context() -> dict[str, Any]:
-    """cdk.json's `chatguard/edge` block: the local edge plays its rate rule and origins."""
-    block: dict[str, Any] = cdk_context().get("chatguard/edge", {})
-    return block
 
 
 class CommandError(Exception):

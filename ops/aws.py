@@ -34,11 +34,6 @@ def ops_context() -> dict[str, Any]:
     return block
 
 
-def edge_context() -> dict[str, Any]:
-    block: dict[str, Any] = cdk_context().get("chatguard/edge", {})
-    return block
-
-
 @dataclass(slots=True)
 class Aws:
     """A boto3 session plus lazily read stack outputs; `session` is injectable for tests."""

@@ -16,13 +16,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from steps.lib.runtime.settings import edge_context
+
 from . import billing, first_call, mode, rotate, spend, traces, verify, waterfall
 from .aws import (
     DEFAULT_STACK,
     Aws,
     OpsError,
     api_chat_url,
-    edge_context,
     model_budget_name,
     ops_context,
     project_settings,

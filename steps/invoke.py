@@ -68,7 +68,7 @@ def _fit(
 ) -> tuple[metering.Fitted, int]:
     """The prompt the reservation pays for, or NotSent (nothing billable has happened)."""
     reservation, request = event["reservation"], event["request"]
-    if identity.day_of(now) != reservation["day"]:
+    if identity.day_ended(reservation["day"], now):
         # The ledger charged the day S2 saw; a call sent after midnight would spend the
         # new day's money on yesterday's account. The visitor's retry reserves anew.
         raise NotSent(f"the reservation is for {reservation['day']}, which has ended")
@@ -86,7 +86,7 @@ def _same_day(reservation: dict[str, Any], now: float) -> None:
     """Checked again right before Converse. The guardrail has billed by then, so a day that
     ended meanwhile is a ModelError: the reservation stands on its own day (over-counts,
     never under-counts) and no call goes out on the new day's money."""
-    if identity.day_of(now) != reservation["day"]:
+    if identity.day_ended(reservation["day"], now):
         raise ModelError(f"the reservation is for {reservation['day']}, which ended; not sent")
 
 

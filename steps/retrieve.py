@@ -61,7 +61,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 def reserved_on(day: str, now: float) -> None:
     """NotSent unless ``now`` is still on the reservation's UTC ``day`` (checked last, right
     before the billed embedding call)."""
-    if identity.day_of(now) != day:
+    if identity.day_ended(day, now):
         raise NotSent(f"the reservation is for {day}, which has ended; nothing embedded")
 
 

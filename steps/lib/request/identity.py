@@ -27,6 +27,12 @@ def day_of(now: float) -> str:
     return datetime.fromtimestamp(now, tz=UTC).strftime("%Y-%m-%d")
 
 
+def day_ended(day: str, now: float) -> bool:
+    """Whether the UTC ``day`` of a reservation is over at ``now``: a billed call sent
+    then would spend the new day's money on the old day's account, so none is sent."""
+    return day_of(now) != day
+
+
 def network_of(viewer_address: object) -> str:
     """The identity part of a viewer address: an IPv4 address or an IPv6 /64 network.
 

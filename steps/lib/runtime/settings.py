@@ -137,6 +137,13 @@ def cdk_context(path: Path | None = None) -> dict[str, Any]:
     return context
 
 
+def edge_context() -> dict[str, Any]:
+    """cdk.json's `chatguard/edge` block (rate rule, site origins): what the web ACL and
+    CloudFront enforce in AWS, and the local edge plays."""
+    block: dict[str, Any] = cdk_context().get("chatguard/edge", {})
+    return block
+
+
 _FIELDS = {f.name: f for f in fields(Settings)}
 _FIELD_NAMES = frozenset(_FIELDS)
 

@@ -10,7 +10,7 @@ from steps.lib.money import ledger
 from steps.lib.runtime.errors import DependencyUnavailable, ReconcileError
 from tests.steps.conftest import Serialised
 
-from .ledger_helpers import BIG, DAY, MONTH, NOW, race, reserve, totals
+from .ledger_helpers import BIG, DAY, MONTH, NOW, FakePace, race, reserve, totals
 
 
 def test_keys_match_the_design():
@@ -227,14 +227,12 @@ def test_dynamodb_failures_become_dependency_unavailable(aws, code):
     if code in ledger.THROTTLE_CODES:
         # The reservation retries throttling, then answers degraded (tests/steps/
         # test_ledger_retries.py); every other failure is an outage: fail closed.
-        # A clock that moves only when the retry loop sleeps, and a fixed jitter draw: the
-        # number of attempts inside the budget is the same on any machine under any load.
-        slept: list[float] = []
-        pace = ledger.Pace(clock=lambda: sum(slept), sleep=slept.append, draw=lambda: 0.5)
-        calls_before = client.calls
-        assert reserve(aws, "r", client=client, pace=pace) == ledger.Refusal("contention")
+        # A clock that moves only when the retry loop sleeps, and seeded jitter: the number
+        # of attempts inside the budget is the same on any machine under any load.
+        fake, calls_before = FakePace(), client.calls
+        assert reserve(aws, "r", client=client, pace=fake.pace) == ledger.Refusal("contention")
         assert client.calls - calls_before > 3
-        assert sum(slept) <= ledger.RESERVATION_BACKOFF.budget_seconds
+        assert sum(fake.sleeps) <= ledger.RESERVATION_BACKOFF.budget_seconds
     else:
         with pytest.raises(DependencyUnavailable):
             reserve(aws, "r", client=client)

@@ -14,31 +14,9 @@ from steps.lib.money import ledger
 from steps.lib.runtime import stages
 from steps.lib.runtime.errors import DependencyUnavailable, ReconcileError
 
-from .ledger_helpers import DAY, NOW, reserve, totals
+from .ledger_helpers import DAY, NOW, FakePace, reserve, totals
 
 CONFLICT = [{"Code": "TransactionConflict"}]
-
-
-class FakePace:
-    """A clock that moves only when the code sleeps; a seeded jitter source."""
-
-    def __init__(self, seed: int = 7) -> None:
-        self.now = 100.0
-        self.sleeps: list[float] = []
-        self.draws: list[float] = []
-        self._rng = random.Random(seed)
-
-    def draw(self) -> float:
-        self.draws.append(self._rng.random())
-        return self.draws[-1]
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-    @property
-    def pace(self) -> ledger.Pace:
-        return ledger.Pace(clock=lambda: self.now, sleep=self.sleep, draw=self.draw)
 
 
 def _cancelled(reasons: list[dict[str, str]], operation: str) -> ClientError:
