@@ -7,6 +7,7 @@ reservation settles at the embedding's bound, once. From the model call on it st
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from steps.lib.money import pricing
 from steps.lib.money.byte_bound import text_bound
 from steps.lib.providers import models
 from steps.lib.runtime.errors import EmbeddingError
+from tests.clock import at
 from tests.fakes import CannotCount
 
 from .conftest import QUESTION, VISITOR, day_total, reservations
@@ -138,3 +140,33 @@ def test_the_query_sent_to_titan_is_cut_to_its_byte_bound(
     outcome = runtime.send({"message": "\u6f22" * 1300, "history": history}, ip=VISITOR)
     assert outcome.status == 200
     assert text_bound(seen[0]) <= pricing.TITAN_QUERY_MAX_BYTES < 16_000
+
+
+def test_an_embedding_is_not_sent_after_its_reservations_day(
+    runtime: LocalRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Admitted in the last second of the year, S4 starts on the new one: Titan would bill
+    # the embedding on January's day under December's reservation. S4 sends nothing, and
+    # the release settles on December, the day the reservation holds.
+    clock = [at("2026-12-31 23:59:59")]
+    monkeypatch.setattr(time, "time", lambda: clock[0])
+    real = models.query_embedder
+    embedded: list[str] = []
+
+    class StartsAfterMidnight:
+        def __init__(self, s: Any) -> None:
+            self.inner = real(s)
+            self.id = self.inner.id
+            clock[0] = at("2027-01-01 00:00:01")
+
+        def embed_query(self, text: str) -> tuple[np.ndarray, int]:
+            embedded.append(text)
+            vector_and_tokens: tuple[np.ndarray, int] = self.inner.embed_query(text)
+            return vector_and_tokens
+
+    monkeypatch.setattr(models, "query_embedder", StartsAfterMidnight)
+    outcome = runtime.send(QUESTION, ip=VISITOR)
+    assert outcome.status == 503 and runtime.model_calls == 0 and embedded == []
+    assert _states(outcome)[-3:] == ["Retrieve", "Reconcile", "FailClosed"]
+    [reservation] = reservations(runtime)
+    assert reservation["day"]["S"] == "2026-12-31" and reservation["status"]["S"] == "settled"
