@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from steps.lib.runtime.errors import SettingsError
 from steps.lib.runtime.settings import ENV_PREFIX, Settings
 from steps.lib.runtime.stages import STAGES
 
@@ -35,7 +36,12 @@ class Deployed:
     def settings_of(self, state: str) -> Settings | None:
         """The settings the step runs with (its defaults for what it is not told)."""
         env = self.environments.get(state)
-        return None if env is None else Settings.from_env(env)
+        if env is None:
+            return None
+        try:
+            return Settings.from_env(env)
+        except SettingsError as exc:
+            raise OpsError(f"the deployed {state} step has unreadable settings: {exc}") from exc
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,59 +65,65 @@ def run(
         raise OpsError(f"stack {aws.stack!r} has no Invoke or Retrieve step; pass --stack")
     runtime = aws.client("bedrock-runtime", region=chat.region)
     metering = metering_for(invoke, chat.region)  # the model catalogue's answer, once merged
-    edge_region = deployed.EDGE_REGION
-    chat_alarm = f"alert topic takes a CloudWatch alarm ({chat.stack})"
     edge_stack = deployed.edge_stack_name(chat.region)
-    edge_alarm = f"alert topic takes a CloudWatch alarm ({edge_stack})"
-
-    def edge_alarms() -> Check:
-        cloudformation = aws.client("cloudformation", region=edge_region)
-        resources = deployed.stack_resources(cloudformation, edge_stack)
-        alarms = deployed.physical_ids(resources, "AWS::CloudWatch::Alarm")
-        cloudwatch = aws.client("cloudwatch", region=edge_region)
-        return alarm_reaches_topic(cloudwatch, alarms, name=edge_alarm, sleep=sleep)
-
-    def budget() -> Check:
-        account = aws.client("sts", region=chat.region).get_caller_identity()["Account"]
-        ce, budgets = (
-            aws.client("ce", region=edge_region),
-            aws.client("budgets", region=edge_region),
-        )
-        return budget_strings_billed(ce, budgets, account, model_budget_name(aws))
-
-    def waf() -> Check:
-        distribution = find_output(chat.outputs, "DistributionId")
-        if not distribution:
-            raise OpsError(f"stack {chat.stack!r} has no output DistributionId")
-        arn = deployed.web_acl_arn(aws.client("cloudfront", region=edge_region), distribution)
-        return waf_blocks_answer_json(aws.client("wafv2", region=edge_region), arn)
-
-    table = find_output(chat.outputs, "TableName")  # also LedgerTableName
-    dynamodb = aws.client("dynamodb", region=chat.region)
     checks: list[tuple[str, Callable[[], Check]]] = [
-        (LEDGER_NAME, lambda: ledger_matches(dynamodb, table, chat.environments)),
+        (LEDGER_NAME, lambda: _ledger(aws, chat)),
         (bedrock.MODEL, lambda: bedrock.model_answers(runtime, invoke)),
         (bedrock.COUNT, lambda: bedrock.count_tokens_or_bytes(runtime, invoke, metering)),
         (bedrock.GUARDRAIL, lambda: bedrock.guardrail_answers(runtime, invoke)),
         (bedrock.EMBEDDING, lambda: _embedding(runtime, retrieve, knowledge_dir)),
-        (WAF_NAME, waf),
-        (BUDGET_NAME, budget),
-        (chat_alarm, lambda: _chat_alarm(aws, chat, chat_alarm, sleep)),
-        (edge_alarm, edge_alarms),
+        (WAF_NAME, lambda: _waf(aws, chat)),
+        (BUDGET_NAME, lambda: _budget(aws, chat)),
+        (_alarm_name(chat.stack), lambda: _chat_alarm(aws, chat, sleep)),
+        (_alarm_name(edge_stack), lambda: _edge_alarm(aws, edge_stack, sleep)),
     ]
     return [guarded(name, check) for name, check in checks]
+
+
+def _ledger(aws: Aws, chat: deployed.Deployed) -> Check:
+    table = find_output(chat.outputs, "TableName")  # also matches LedgerTableName
+    return ledger_matches(aws.client("dynamodb", region=chat.region), table, chat.environments)
 
 
 def _embedding(runtime: Any, retrieve: Settings, knowledge_dir: Path) -> Check:
     return bedrock.embedding_matches_index(runtime, retrieve, deployed.index_header(knowledge_dir))
 
 
-def _chat_alarm(
-    aws: Aws, chat: deployed.Deployed, name: str, sleep: Callable[[float], None]
-) -> Check:
-    topic = find_output(chat.outputs, "AlertTopicArn")
+def _waf(aws: Aws, chat: deployed.Deployed) -> Check:
+    distribution = find_output(chat.outputs, "DistributionId")
+    if not distribution:
+        raise OpsError(f"stack {chat.stack!r} has no output DistributionId")
+    cloudfront = aws.client("cloudfront", region=deployed.EDGE_REGION)
+    arn = deployed.web_acl_arn(cloudfront, distribution)
+    return waf_blocks_answer_json(aws.client("wafv2", region=deployed.EDGE_REGION), arn)
+
+
+def _budget(aws: Aws, chat: deployed.Deployed) -> Check:
+    account = aws.client("sts", region=chat.region).get_caller_identity()["Account"]
+    ce = aws.client("ce", region=deployed.EDGE_REGION)  # both global, served in us-east-1
+    budgets = aws.client("budgets", region=deployed.EDGE_REGION)
+    return budget_strings_billed(ce, budgets, account, model_budget_name(aws))
+
+
+def _alarm_name(stack: str) -> str:
+    return f"alert topic takes a CloudWatch alarm ({stack})"
+
+
+def _chat_alarm(aws: Aws, chat: deployed.Deployed, sleep: Callable[[float], None]) -> Check:
     cloudwatch = aws.client("cloudwatch", region=chat.region)
-    return alarm_reaches_topic(cloudwatch, chat.alarms, name=name, topic_arn=topic, sleep=sleep)
+    topic = find_output(chat.outputs, "AlertTopicArn")
+    return alarm_reaches_topic(
+        cloudwatch, chat.alarms, name=_alarm_name(chat.stack), topic_arn=topic, sleep=sleep
+    )
+
+
+def _edge_alarm(aws: Aws, edge_stack: str, sleep: Callable[[float], None]) -> Check:
+    """The edge stack (us-east-1) has its own topic: alarms publish in their own Region."""
+    cloudformation = aws.client("cloudformation", region=deployed.EDGE_REGION)
+    resources = deployed.stack_resources(cloudformation, edge_stack)
+    alarms = deployed.physical_ids(resources, "AWS::CloudWatch::Alarm")
+    cloudwatch = aws.client("cloudwatch", region=deployed.EDGE_REGION)
+    return alarm_reaches_topic(cloudwatch, alarms, name=_alarm_name(edge_stack), sleep=sleep)
 
 
 def render(checks: Sequence[Check]) -> str:

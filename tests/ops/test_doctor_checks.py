@@ -352,3 +352,26 @@ def test_a_missing_or_inactive_table_fails():
 )
 def test_step_functions_are_known_by_their_logical_id(logical_id, step):
     assert deployed.step_of(logical_id) == step
+
+
+def test_the_alarm_goes_back_to_its_state_when_its_history_cannot_be_read():
+    cw = acct.client("cloudwatch")
+    with Stubber(cw) as stub:
+        stub.add_response("describe_alarms", {"MetricAlarms": [acct.metric_alarm()]})
+        stub.add_response("set_alarm_state", {})
+        stub.add_client_error("describe_alarm_history", "AccessDenied", "not allowed", 403)
+        restore = {"AlarmName": acct.ALARM, "StateValue": "OK", "StateReason": ANY}
+        stub.add_response("set_alarm_state", {}, restore)
+        check = doctor_alarm.alarm_reaches_topic(cw, [acct.ALARM], name=NAME, sleep=print)
+        stub.assert_no_pending_responses()
+    assert check.outcome == "CANNOT TEST" and "AccessDenied" in check.detail
+
+
+def test_a_step_with_unreadable_settings_is_one_clear_error():
+    from ops.aws import OpsError
+
+    broken = deployed.Deployed(
+        "s", acct.REGION, {}, {"Invoke": {"CHATGUARD_MAX_OUTPUT_TOKENS": "many"}}, ()
+    )
+    with pytest.raises(OpsError, match="deployed Invoke step has unreadable settings"):
+        broken.settings_of("Invoke")
