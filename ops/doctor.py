@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,8 @@ def guarded(name: str, check: Callable[[], Check]) -> Check:
 
 def run(
     aws: Aws, *, knowledge_dir: Path, sleep: Callable[[float], None] = time.sleep
-) -> list[Check]:
+) -> Iterator[Check]:
+    """Each check's result as soon as it is known (the alarm checks wait up to a minute)."""
     cloudformation, functions = aws.client("cloudformation"), aws.client("lambda")
     chat = deployed.discover(cloudformation, functions, aws.stack, aws.outputs())
     invoke, retrieve = chat.settings_of("Invoke"), chat.settings_of("Retrieve")
@@ -77,7 +78,8 @@ def run(
         (_alarm_name(chat.stack), lambda: _chat_alarm(aws, chat, sleep)),
         (_alarm_name(edge_stack), lambda: _edge_alarm(aws, edge_stack, sleep)),
     ]
-    return [guarded(name, check) for name, check in checks]
+    for name, check in checks:
+        yield guarded(name, check)
 
 
 def _ledger(aws: Aws, chat: deployed.Deployed) -> Check:
@@ -126,16 +128,20 @@ def _edge_alarm(aws: Aws, edge_stack: str, sleep: Callable[[float], None]) -> Ch
     return alarm_reaches_topic(cloudwatch, alarms, name=_alarm_name(edge_stack), sleep=sleep)
 
 
-def render(checks: Sequence[Check]) -> str:
-    width = max(len(c.outcome) for c in checks)
-    lines = []
-    for c in checks:
-        lines.append(f"{c.outcome:<{width}}  {c.name}: {c.detail}")
-        if c.fix and c.outcome in ("FAIL", "CANNOT TEST"):
-            lines.append(f"{'':<{width}}  fix: {c.fix}")
+WIDTH = len("NOT APPLICABLE")
+
+
+def render_one(c: Check) -> str:
+    """The check's line, and below a FAIL or CANNOT TEST its fix."""
+    line = f"{c.outcome:<{WIDTH}}  {c.name}: {c.detail}"
+    if c.fix and c.outcome in ("FAIL", "CANNOT TEST"):
+        line += f"\n{'':<{WIDTH}}  fix: {c.fix}"
+    return line
+
+
+def summary(checks: Sequence[Check]) -> str:
     counts = {o: sum(c.outcome == o for c in checks) for o in ("PASS", "FAIL", "CANNOT TEST")}
-    lines.append(", ".join(f"{n} {o.lower()}" for o, n in counts.items() if n) or "no checks")
-    return "\n".join(lines)
+    return ", ".join(f"{n} {o.lower()}" for o, n in counts.items() if n) or "no checks"
 
 
 def exit_code(checks: Sequence[Check]) -> int:
@@ -179,6 +185,9 @@ def command(args: argparse.Namespace) -> int:
 
     region = args.region or ops_context().get("chat_region") or None
     print(SPEND_NOTICE, flush=True)
-    checks = run(Aws(args.profile, region, args.stack), knowledge_dir=args.knowledge)
-    print(render(checks))
+    checks = []
+    for check in run(Aws(args.profile, region, args.stack), knowledge_dir=args.knowledge):
+        print(render_one(check), flush=True)
+        checks.append(check)
+    print(summary(checks))
     return exit_code(checks)

@@ -179,7 +179,7 @@ def test_a_read_the_operator_may_not_make_cannot_test_and_does_not_fail(stubbed,
     code = main(_doctor(tmp_path))
     out = capsys.readouterr().out
     assert code == 0
-    assert "CANNOT TEST  WAF blocks answer JSON: AWS said WAFNonexistentItemException" in out
+    assert "CANNOT TEST     WAF blocks answer JSON: AWS said WAFNonexistentItemException" in out
     assert "fix: check --profile, --region and --stack" in out
 
 
@@ -192,7 +192,7 @@ def test_a_refused_read_names_the_call_to_allow(stubbed, tmp_path, capsys):
     ce.add_client_error("get_cost_and_usage", "AccessDeniedException", "not authorized", 403)
     assert main(_doctor(tmp_path)) == 0
     out = capsys.readouterr().out
-    assert "CANNOT TEST  budget service strings in Cost Explorer: AWS said AccessDenied" in out
+    assert "CANNOT TEST     budget service strings in Cost Explorer: AWS said AccessDenied" in out
     assert "fix: let your identity call GetCostAndUsage" in out
 
 
