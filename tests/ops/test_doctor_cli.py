@@ -206,3 +206,18 @@ def test_a_missing_stack_is_one_line_and_exit_2(stubbed, capsys):
     code = main(["doctor", "--region", acct.REGION, "--stack", "Nope"])
     err = capsys.readouterr().err
     assert code == 2 and "no stack 'Nope' in eu-west-1" in err and "Traceback" not in err
+
+
+def test_every_doctor_option_has_help_and_the_help_ends_with_examples(capsys):
+    import argparse
+
+    from ops import cli
+
+    parser = argparse.ArgumentParser()
+    cli.register(parser.add_subparsers())
+    doctor = parser._subparsers._group_actions[0].choices["doctor"]  # type: ignore[union-attr]
+    for action in doctor._actions:
+        assert action.help, action.option_strings
+    with pytest.raises(SystemExit):
+        main(["doctor", "--help"])
+    assert "examples:\n  chatguard doctor" in capsys.readouterr().out
