@@ -100,8 +100,13 @@ def _describe(cloudwatch: Any, alarm_names: Sequence[str]) -> list[dict[str, Any
     found: list[dict[str, Any]] = []
     names = list(alarm_names)
     for start in range(0, len(names), 100):  # DescribeAlarms takes at most 100 names
-        page = cloudwatch.describe_alarms(AlarmNames=names[start : start + 100])
-        found += page.get("MetricAlarms", [])
+        kwargs: dict[str, Any] = {"AlarmNames": names[start : start + 100]}
+        while True:  # and answers at most 50 alarms a page by default
+            page = cloudwatch.describe_alarms(**kwargs)
+            found += page.get("MetricAlarms", [])
+            if not page.get("NextToken"):
+                break
+            kwargs["NextToken"] = page["NextToken"]
     return found
 
 

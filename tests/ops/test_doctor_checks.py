@@ -375,3 +375,22 @@ def test_a_step_with_unreadable_settings_is_one_clear_error():
     )
     with pytest.raises(OpsError, match="deployed Invoke step has unreadable settings"):
         broken.settings_of("Invoke")
+
+
+def test_every_page_of_the_stacks_alarms_is_read():
+    cw = acct.client("cloudwatch")
+    with Stubber(cw) as stub:
+        alarming = acct.metric_alarm("first", state="ALARM")
+        stub.add_response("describe_alarms", {"MetricAlarms": [alarming], "NextToken": "n"})
+        stub.add_response(
+            "describe_alarms",
+            {"MetricAlarms": [acct.metric_alarm()]},
+            {"AlarmNames": ["first", acct.ALARM], "NextToken": "n"},
+        )
+        stub.add_response("set_alarm_state", {})
+        delivered = {"AlarmHistoryItems": [acct.action_item(acct.DELIVERED)]}
+        stub.add_response("describe_alarm_history", delivered)
+        stub.add_response("set_alarm_state", {})
+        check = doctor_alarm.alarm_reaches_topic(cw, ["first", acct.ALARM], name=NAME)
+        stub.assert_no_pending_responses()
+    assert check.outcome == "PASS" and acct.ALARM in check.detail
