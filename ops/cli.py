@@ -1,5 +1,5 @@
 """The operator's commands: spend, mode, rotate, billing-services, traces, trace, verify,
-enable-model.
+enable-model, doctor.
 
 Each works against AWS (the usual credential chain, ``--profile``, ``--region``,
 ``--stack``) or, where it makes sense offline, against a local server (``--local URL``,
@@ -18,7 +18,7 @@ from typing import Any
 
 from steps.lib.runtime.settings import edge_context
 
-from . import billing, first_call, mode, rotate, spend, traces, verify, waterfall
+from . import billing, doctor, first_call, mode, rotate, spend, traces, verify, waterfall
 from .aws import (
     DEFAULT_STACK,
     Aws,
@@ -99,6 +99,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--origin-url", help="the API Gateway stage URL (default: from output ApiId)")
     p.add_argument("--burst", type=int, help="most requests for the rate-rule check")
     p.set_defaults(func=_guard(cmd_verify))
+
+    doctor.register(sub, parents=[aws_only], guard=_guard)
 
 
 def cmd_spend(args: argparse.Namespace) -> int:

@@ -1,0 +1,193 @@
+"""`chatguard doctor`: after `make deploy`, test the cloud's side of every assumption.
+
+The offline twin proves the code; it cannot prove what the account does. Each check here
+asks the deployed account one question the stack's design depends on, with the operator's
+credentials, and prints one line (PASS / FAIL / CANNOT TEST with why / NOT APPLICABLE) and,
+when not passed, the fix in one line. Exit 1 on any FAIL.
+
+The checks live by role in doctor_bedrock.py, doctor_alarm.py, doctor_waf.py and
+doctor_account.py, each a small function over injected clients (tested with Stubber);
+what they are told about the stack comes from deployed.py. This module only runs them in
+order, turns an AWS refusal of the operator's own read into CANNOT TEST, and renders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from steps.lib.providers.model_ids import metering_for
+from steps.lib.runtime.settings import DEFAULT_KNOWLEDGE_DIR, Settings
+
+from . import deployed
+from . import doctor_bedrock as bedrock
+from .aws import Aws, OpsError, find_output, model_budget_name
+from .doctor_account import BUDGET_NAME, LEDGER_NAME, budget_strings_billed, ledger_matches
+from .doctor_alarm import alarm_reaches_topic
+from .doctor_result import Check, cannot_test
+from .doctor_waf import NAME as WAF_NAME
+from .doctor_waf import waf_blocks_answer_json
+
+SPEND_NOTICE = (
+    "doctor sends one Converse call (maxTokens 1), one ApplyGuardrail of a short probe,\n"
+    "one embedding and a Cost Explorer query (USD 0.01 per request): about USD 0.03 in all.\n"
+    "It sets one alarm per stack to ALARM for a moment: subscribers get one test e-mail."
+)
+
+
+def guarded(name: str, check: Callable[[], Check]) -> Check:
+    """Run one check; the operator's own read refused or unreachable is CANNOT TEST."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return check()
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        code = str(error.get("Code", "Error"))
+        said = f"AWS said {code}: {error.get('Message', '')}"
+        if any(word in code for word in ("AccessDenied", "Unauthorized", "NotAuthorized")):
+            return cannot_test(name, said, f"let your identity call {exc.operation_name}")
+        return cannot_test(name, said, "check --profile, --region and --stack")
+    except (BotoCoreError, OpsError, ValueError) as exc:
+        return cannot_test(name, str(exc), "check --profile, --region and --stack")
+
+
+def run(
+    aws: Aws, *, knowledge_dir: Path, sleep: Callable[[float], None] = time.sleep
+) -> Iterator[Check]:
+    """Each check's result as soon as it is known (the alarm checks wait up to a minute)."""
+    cloudformation, functions = aws.client("cloudformation"), aws.client("lambda")
+    chat = deployed.discover(cloudformation, functions, aws.stack, aws.outputs())
+    invoke, retrieve = chat.settings_of("Invoke"), chat.settings_of("Retrieve")
+    if invoke is None or retrieve is None:
+        raise OpsError(f"stack {aws.stack!r} has no Invoke or Retrieve step; pass --stack")
+    runtime = aws.client("bedrock-runtime", region=chat.region)
+    metering = metering_for(invoke, chat.region)  # the model catalogue's answer, once merged
+    edge_stack = deployed.edge_stack_name(chat.region)
+    checks: list[tuple[str, Callable[[], Check]]] = [
+        (LEDGER_NAME, lambda: _ledger(aws, chat)),
+        (bedrock.MODEL, lambda: bedrock.model_answers(runtime, invoke)),
+        (bedrock.COUNT, lambda: bedrock.count_tokens_or_bytes(runtime, invoke, metering)),
+        (bedrock.GUARDRAIL, lambda: bedrock.guardrail_answers(runtime, invoke)),
+        (bedrock.EMBEDDING, lambda: _embedding(runtime, retrieve, knowledge_dir)),
+        (WAF_NAME, lambda: _waf(aws, chat)),
+        (BUDGET_NAME, lambda: _budget(aws, chat)),
+        (_alarm_name(chat.stack), lambda: _chat_alarm(aws, chat, sleep)),
+        (_alarm_name(edge_stack), lambda: _edge_alarm(aws, edge_stack, sleep)),
+    ]
+    for name, check in checks:
+        yield guarded(name, check)
+
+
+def _ledger(aws: Aws, chat: deployed.Deployed) -> Check:
+    table = find_output(chat.outputs, "TableName")  # also matches LedgerTableName
+    return ledger_matches(aws.client("dynamodb", region=chat.region), table, chat.environments)
+
+
+def _embedding(runtime: Any, retrieve: Settings, knowledge_dir: Path) -> Check:
+    return bedrock.embedding_matches_index(runtime, retrieve, deployed.index_header(knowledge_dir))
+
+
+def _waf(aws: Aws, chat: deployed.Deployed) -> Check:
+    distribution = find_output(chat.outputs, "DistributionId")
+    if not distribution:
+        raise OpsError(f"stack {chat.stack!r} has no output DistributionId")
+    cloudfront = aws.client("cloudfront", region=deployed.EDGE_REGION)
+    arn = deployed.web_acl_arn(cloudfront, distribution)
+    return waf_blocks_answer_json(aws.client("wafv2", region=deployed.EDGE_REGION), arn)
+
+
+def _budget(aws: Aws, chat: deployed.Deployed) -> Check:
+    account = aws.client("sts", region=chat.region).get_caller_identity()["Account"]
+    ce = aws.client("ce", region=deployed.EDGE_REGION)  # both global, served in us-east-1
+    budgets = aws.client("budgets", region=deployed.EDGE_REGION)
+    return budget_strings_billed(ce, budgets, account, model_budget_name(aws))
+
+
+def _alarm_name(stack: str) -> str:
+    return f"alert topic takes a CloudWatch alarm ({stack})"
+
+
+def _chat_alarm(aws: Aws, chat: deployed.Deployed, sleep: Callable[[float], None]) -> Check:
+    cloudwatch = aws.client("cloudwatch", region=chat.region)
+    topic = find_output(chat.outputs, "AlertTopicArn")
+    return alarm_reaches_topic(
+        cloudwatch, chat.alarms, name=_alarm_name(chat.stack), topic_arn=topic, sleep=sleep
+    )
+
+
+def _edge_alarm(aws: Aws, edge_stack: str, sleep: Callable[[float], None]) -> Check:
+    """The edge stack (us-east-1) has its own topic: alarms publish in their own Region."""
+    cloudformation = aws.client("cloudformation", region=deployed.EDGE_REGION)
+    resources = deployed.stack_resources(cloudformation, edge_stack)
+    alarms = deployed.physical_ids(resources, "AWS::CloudWatch::Alarm")
+    cloudwatch = aws.client("cloudwatch", region=deployed.EDGE_REGION)
+    return alarm_reaches_topic(cloudwatch, alarms, name=_alarm_name(edge_stack), sleep=sleep)
+
+
+WIDTH = len("NOT APPLICABLE")
+
+
+def render_one(c: Check) -> str:
+    """The check's line, and below a FAIL or CANNOT TEST its fix."""
+    line = f"{c.outcome:<{WIDTH}}  {c.name}: {c.detail}"
+    if c.fix and c.outcome in ("FAIL", "CANNOT TEST"):
+        line += f"\n{'':<{WIDTH}}  fix: {c.fix}"
+    return line
+
+
+def summary(checks: Sequence[Check]) -> str:
+    counts = {o: sum(c.outcome == o for c in checks) for o in ("PASS", "FAIL", "CANNOT TEST")}
+    return ", ".join(f"{n} {o.lower()}" for o, n in counts.items() if n) or "no checks"
+
+
+def exit_code(checks: Sequence[Check]) -> int:
+    return 1 if any(c.outcome == "FAIL" for c in checks) else 0
+
+
+EXAMPLES = """examples:
+  chatguard doctor                               # the stack of cdk.json's chat_region
+  chatguard doctor --region eu-west-1 --profile prod
+  chatguard doctor --knowledge build/titan-knowledge   # the index bundled at the last deploy"""
+
+
+def register(
+    sub: argparse._SubParsersAction[Any],
+    *,
+    parents: list[argparse.ArgumentParser],
+    guard: Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]],
+) -> None:
+    """Add `chatguard doctor` (ops/cli.py passes its --profile/--region/--stack parent)."""
+    p = sub.add_parser(
+        "doctor",
+        parents=parents,
+        help="after make deploy: test the account's side of every assumption",
+        description="One line per check (PASS, FAIL, CANNOT TEST, NOT APPLICABLE) and the fix;\n"
+        "exit 1 on any FAIL.\n\n" + SPEND_NOTICE,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--knowledge",
+        type=Path,
+        default=DEFAULT_KNOWLEDGE_DIR,
+        metavar="DIR",
+        help="the index folder bundled at the last deploy (default: build/knowledge)",
+    )
+    p.set_defaults(func=guard(command))
+
+
+def command(args: argparse.Namespace) -> int:
+    from .aws import ops_context
+
+    region = args.region or ops_context().get("chat_region") or None
+    print(SPEND_NOTICE, flush=True)
+    checks = []
+    for check in run(Aws(args.profile, region, args.stack), knowledge_dir=args.knowledge):
+        print(render_one(check), flush=True)
+        checks.append(check)
+    print(summary(checks))
+    return exit_code(checks)

@@ -1,0 +1,223 @@
+"""`chatguard doctor` end to end on a stubbed account: what it reads from the deployed stack,
+the order of its checks, one line each, and the exit code."""
+
+from __future__ import annotations
+
+import json
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.stub import Stubber
+
+from chatguard.cli import main
+from ops.aws import Aws
+
+from . import doctor_accounts as acct
+from .conftest import distribution_config
+
+STACK = "ChatguardChat"
+EDGE = "ChatguardEdge-eu-west-1"
+TABLE = "ChatguardChat-LedgerTable1A2B-XYZ"
+EDGE_ALARM = "ChatguardEdge-eu-west-1-RateBlocked-XYZ"
+STEPS = ("OriginVerify", "Quota", "CostGate", "Retrieve", "Invoke", "Reconcile", "Degraded")
+ENV = {
+    "Quota": {"CHATGUARD_TABLE_NAME": TABLE},
+    "CostGate": {"CHATGUARD_TABLE_NAME": TABLE, "CHATGUARD_MODEL_BACKEND": "bedrock"},
+    "Reconcile": {"CHATGUARD_TABLE_NAME": TABLE},
+    "Retrieve": {"CHATGUARD_MODEL_BACKEND": "bedrock", "CHATGUARD_EMBEDDING_DIMENSIONS": "1024"},
+    "Invoke": {
+        "CHATGUARD_MODEL_BACKEND": "bedrock",
+        "CHATGUARD_MODEL_ID": acct.MODEL,
+        "CHATGUARD_GUARDRAIL_ID": "gr-abc123",
+        "CHATGUARD_GUARDRAIL_VERSION": "1",
+        "POWERTOOLS_SERVICE_NAME": "chatguard",  # not a setting: ignored
+    },
+}
+
+
+def _resource(logical: str, kind: str, physical: str) -> dict[str, Any]:
+    return {
+        "LogicalResourceId": logical,
+        "PhysicalResourceId": physical,
+        "ResourceType": kind,
+        "LastUpdatedTimestamp": acct.LAST_CHANGE,
+        "ResourceStatus": "CREATE_COMPLETE",
+    }
+
+
+CHAT_RESOURCES = [
+    *(_resource(f"{s}Function1A2B3C4D", "AWS::Lambda::Function", f"fn-{s}") for s in STEPS),
+    _resource("SecretsProviderFunction", "AWS::Lambda::Function", "fn-secrets"),
+    _resource("InvokeAlarmsErrors", "AWS::CloudWatch::Alarm", acct.ALARM),
+]
+OUTPUTS = {
+    "TableName": TABLE,
+    "DistributionId": "E2EXAMPLE",
+    "AlertTopicArn": acct.TOPIC,
+    "ModelBudgetName": "ChatguardChat-eu-west-1-model-monthly",
+}
+
+
+def _alarm(stub: Stubber, name: str, summary: str) -> None:
+    stub.add_response("describe_alarms", {"MetricAlarms": [acct.metric_alarm(name)]})
+    stub.add_response("set_alarm_state", {})
+    item = {**acct.action_item(summary), "AlarmName": name}
+    stub.add_response("describe_alarm_history", {"AlarmHistoryItems": [item]})
+    stub.add_response("set_alarm_state", {})
+
+
+def _account(stubs: dict[tuple[str, str], Stubber], chat_alarm: str) -> None:
+    """A deployed stack; every answer healthy except the chat alarm's action summary."""
+    us = "us-east-1"
+    cfn = stubs["cloudformation", acct.REGION]
+    stack = {"StackName": STACK, "CreationTime": acct.LAST_CHANGE, "StackStatus": "UPDATE_COMPLETE"}
+    outputs = [{"OutputKey": k, "OutputValue": v} for k, v in OUTPUTS.items()]
+    cfn.add_response("describe_stacks", {"Stacks": [{**stack, "Outputs": outputs}]})
+    cfn.add_response("list_stack_resources", {"StackResourceSummaries": CHAT_RESOURCES})
+    for step in STEPS:
+        variables = ENV.get(step, {})
+        stubs["lambda", acct.REGION].add_response(
+            "get_function_configuration",
+            {"Environment": {"Variables": variables}},
+            {"FunctionName": f"fn-{step}"},
+        )
+    stubs["dynamodb", acct.REGION].add_response(
+        "describe_table", {"Table": {"TableStatus": "ACTIVE"}}, {"TableName": TABLE}
+    )
+    runtime = stubs["bedrock-runtime", acct.REGION]
+    runtime.add_response("converse", acct.CONVERSE_ANSWER)
+    runtime.add_response("count_tokens", {"inputTokens": 17})
+    runtime.add_response("apply_guardrail", acct.GUARDRAIL_PASSES)
+    runtime.add_response("invoke_model", acct.titan_answer(1024))
+    config = {**distribution_config("a" * 43), "WebACLId": acct.ACL_ARN}
+    stubs["cloudfront", us].add_response(
+        "get_distribution_config", {"DistributionConfig": config}, {"Id": "E2EXAMPLE"}
+    )
+    stubs["wafv2", us].add_response("get_web_acl", acct.web_acl(acct.OUR_RULES))
+    stubs["sts", acct.REGION].add_response("get_caller_identity", {"Account": acct.ACCOUNT})
+    billed = ["Amazon Bedrock", acct.MARKETPLACE]
+    stubs["budgets", us].add_response("describe_budget", acct.budget(billed))
+    stubs["ce", us].add_response("get_cost_and_usage", acct.cost_groups(*billed))
+    _alarm(stubs["cloudwatch", acct.REGION], acct.ALARM, chat_alarm)
+    edge = [_resource("RateBlockedAlarm", "AWS::CloudWatch::Alarm", EDGE_ALARM)]
+    stubs["cloudformation", us].add_response(
+        "list_stack_resources", {"StackResourceSummaries": edge}, {"StackName": EDGE}
+    )
+    _alarm(stubs["cloudwatch", us], EDGE_ALARM, acct.DELIVERED)
+
+
+@pytest.fixture
+def stubbed(monkeypatch: pytest.MonkeyPatch):
+    """Aws.client hands out one stubbed client per (service, Region)."""
+    clients: dict[tuple[str, str], Any] = {}
+    stubs: dict[tuple[str, str], Stubber] = {}
+
+    def client(self: Aws, service: str, *, region: str | None = None) -> Any:
+        key = (service, region or self.region or acct.REGION)
+        if key not in clients:
+            clients[key] = acct.client(*key)
+            stubs[key] = Stubber(clients[key])
+            stubs[key].activate()
+        return clients[key]
+
+    monkeypatch.setattr(Aws, "client", client)
+    for service, region in [
+        ("cloudformation", acct.REGION), ("lambda", acct.REGION), ("dynamodb", acct.REGION),
+        ("bedrock-runtime", acct.REGION), ("cloudfront", "us-east-1"), ("wafv2", "us-east-1"),
+        ("sts", acct.REGION), ("budgets", "us-east-1"), ("ce", "us-east-1"),
+        ("cloudwatch", acct.REGION), ("cloudformation", "us-east-1"), ("cloudwatch", "us-east-1"),
+    ]:  # fmt: skip
+        client(Aws(), service, region=region)
+    with ExitStack() as stack:
+        for stub in stubs.values():
+            stack.callback(stub.deactivate)
+        yield stubs
+
+
+def _titan_index(tmp_path: Path) -> Path:
+    header = {"embedder": {"id": "bedrock:amazon.titan-embed-text-v2:0:1024", "dimensions": 1024}}
+    (tmp_path / "knowledge.json").write_text(json.dumps(header))
+    return tmp_path
+
+
+def _doctor(tmp_path: Path) -> list[str]:
+    return ["doctor", "--region", acct.REGION, "--knowledge", str(_titan_index(tmp_path))]
+
+
+def test_a_healthy_deployment_passes_every_check(stubbed, tmp_path, capsys):
+    _account(stubbed, acct.DELIVERED)
+    code = main(_doctor(tmp_path))
+    out = capsys.readouterr().out
+    for stub in stubbed.values():
+        stub.assert_no_pending_responses()
+    assert code == 0, out
+    checks = [line for line in out.splitlines() if line.startswith("PASS")]
+    assert len(checks) == 9, out
+    assert "9 pass" in out and "fix:" not in out
+
+
+def test_a_topic_that_refuses_cloudwatch_fails_the_run_with_its_fix(stubbed, tmp_path, capsys):
+    _account(stubbed, acct.NOT_AUTHORIZED)
+    code = main(_doctor(tmp_path))
+    out = capsys.readouterr().out
+    assert code == 1
+    failing = [line for line in out.splitlines() if line.startswith("FAIL")]
+    assert len(failing) == 1 and f"({STACK})" in failing[0] and "not authorized" in failing[0]
+    assert "fix: let cloudwatch.amazonaws.com publish to the topic" in out
+    assert "8 pass, 1 fail" in out
+
+
+def test_a_read_the_operator_may_not_make_cannot_test_and_does_not_fail(stubbed, tmp_path, capsys):
+    _account(stubbed, acct.DELIVERED)
+    waf = stubbed["wafv2", "us-east-1"]
+    waf.deactivate()
+    waf = stubbed["wafv2", "us-east-1"] = Stubber(waf.client)
+    waf.activate()
+    waf.add_client_error("get_web_acl", "WAFNonexistentItemException", "no such web ACL")
+    code = main(_doctor(tmp_path))
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "CANNOT TEST     WAF blocks answer JSON: AWS said WAFNonexistentItemException" in out
+    assert "fix: check --profile, --region and --stack" in out
+
+
+def test_a_refused_read_names_the_call_to_allow(stubbed, tmp_path, capsys):
+    _account(stubbed, acct.DELIVERED)
+    ce = stubbed["ce", "us-east-1"]
+    ce.deactivate()
+    ce = stubbed["ce", "us-east-1"] = Stubber(ce.client)
+    ce.activate()
+    ce.add_client_error("get_cost_and_usage", "AccessDeniedException", "not authorized", 403)
+    assert main(_doctor(tmp_path)) == 0
+    out = capsys.readouterr().out
+    assert "CANNOT TEST     budget service strings in Cost Explorer: AWS said AccessDenied" in out
+    assert "fix: let your identity call GetCostAndUsage" in out
+
+
+def test_a_missing_stack_is_one_line_and_exit_2(stubbed, capsys):
+    stubbed["cloudformation", acct.REGION].add_client_error(
+        "describe_stacks", "ValidationError", "Stack with id Nope does not exist"
+    )
+    stubbed["cloudformation", acct.REGION].add_client_error(
+        "list_stack_resources", "ValidationError", "Stack with id Nope does not exist"
+    )
+    code = main(["doctor", "--region", acct.REGION, "--stack", "Nope"])
+    err = capsys.readouterr().err
+    assert code == 2 and "no stack 'Nope' in eu-west-1" in err and "Traceback" not in err
+
+
+def test_every_doctor_option_has_help_and_the_help_ends_with_examples(capsys):
+    import argparse
+
+    from ops import cli
+
+    parser = argparse.ArgumentParser()
+    cli.register(parser.add_subparsers())
+    doctor = parser._subparsers._group_actions[0].choices["doctor"]  # type: ignore[union-attr]
+    for action in doctor._actions:
+        assert action.help, action.option_strings
+    with pytest.raises(SystemExit):
+        main(["doctor", "--help"])
+    assert "examples:\n  chatguard doctor" in capsys.readouterr().out
