@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from local.cors import OriginError, check_origins
+from steps.lib.request.cors import OriginError, check_origins
 from steps.lib.runtime.settings import Settings, cdk_context
 from steps.lib.runtime.stages import BY_STATE, STAGES
 

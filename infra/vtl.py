@@ -7,11 +7,14 @@ JSON, so each escape is followed by undoing that one sequence.
 
 Response: StartSyncExecution answers 200 even when the execution FAILED or TIMED_OUT, so
 the template reads ``status`` and the state output's ``statusCode`` and sets the HTTP
-status itself; the body is written field by field from the contract's known shapes
-(Velocity has no JSON serializer for a parsed object).
+status itself; the body is written field by field (Velocity has no JSON serializer for a
+parsed object), one block per field of steps/lib/request/reply.py, which reads them from
+openapi.json: a field the contract defines cannot be left out of the template.
 """
 
 from __future__ import annotations
+
+from steps.lib.request import reply
 
 UNAVAILABLE = "The chat is unavailable right now. Please try again later."
 # The headers the request template reads; CloudFront adds the first and forwards the second
@@ -62,14 +65,25 @@ def _true_field(key: str) -> str:
     return f'#if($body.get("{key}") == true)$sep"{key}":true#set($sep = ",")#end'
 
 
-_SOURCES = (
-    '#if($body.containsKey("sources"))$sep"sources":['
-    '#foreach($s in $body.get("sources"))'
-    '{"page":"$util.escapeJavaScript("$!s.page")' + _UNESCAPE + '",'
-    '"heading":"$util.escapeJavaScript("$!s.heading")' + _UNESCAPE + '"}'
-    "#if($foreach.hasNext),#end#end]"
-    '#set($sep = ",")#end'
-)
+def _objects_field(key: str, item_fields: tuple[str, ...]) -> str:
+    items = ",".join(
+        f'"{name}":"$util.escapeJavaScript("$!s.{name}"){_UNESCAPE}"' for name in item_fields
+    )
+    return (
+        f'#if($body.containsKey("{key}"))$sep"{key}":['
+        f'#foreach($s in $body.get("{key}"))'
+        "{" + items + "}"
+        "#if($foreach.hasNext),#end#end]"
+        '#set($sep = ",")#end'
+    )
+
+
+def _field(field: reply.ReplyField) -> str:
+    if field.kind == "string":
+        return _string_field(field.name)
+    if field.kind == "true":
+        return _true_field(field.name)
+    return _objects_field(field.name, field.item_fields)
 
 
 def response_template() -> str:
@@ -83,14 +97,7 @@ def response_template() -> str:
         "#set($context.responseOverride.status = $code)\n"
         "#set($body = $out.body)\n"
         '#set($sep = "")\n'
-        "{"
-        + _string_field("reply")
-        + _SOURCES
-        + _string_field("sig")
-        + _true_field("limited")
-        + _true_field("degraded")
-        + _string_field("error")
-        + "}\n"
+        "{" + "".join(_field(f) for f in reply.reply_fields()) + "}\n"
         "#else\n"
         "#set($context.responseOverride.status = 503)\n"
         f'{{"error":"{UNAVAILABLE}"}}\n'

@@ -7,25 +7,25 @@ when it is exactly in the list: never a wildcard, never credentials. Any other o
 no ``Access-Control-Allow-Origin`` and the browser keeps the answer from the page (for a
 preflight, it then never sends the POST at all).
 
-CloudFront's response headers policy applies the same list on AWS
+The allow-list's rules and the preflight's values are the request contract's
+(steps/lib/request/cors.py), which CloudFront's response headers policy applies on AWS
 (infra/blocks/site_distribution.py); the local server calls ``decide`` on every /chat answer.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
-ALLOWED_METHODS = "POST, OPTIONS"
-ALLOWED_HEADERS = "Content-Type"  # application/json is not a CORS-safelisted content type
-PREFLIGHT_MAX_AGE_SECONDS = 600
-# scheme://host[:port], lower case, nothing else: what a browser sends as Origin.
-_ORIGIN = re.compile(r"https?://[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?(?::[0-9]{1,5})?")
+from steps.lib.request.cors import (
+    ALLOWED_HEADERS,
+    ALLOWED_METHODS,
+    PREFLIGHT_MAX_AGE_SECONDS,
+    OriginError,
+    check_origins,
+)
 
-
-class OriginError(ValueError):
-    """A site origin that a browser would never send; the message names it."""
+__all__ = ["CorsDecision", "OriginError", "check_origins", "decide"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,21 +42,7 @@ def decide(origin: str | None, method: str, allowed: Collection[str]) -> CorsDec
     if origin is not None and origin in allowed:
         headers["Access-Control-Allow-Origin"] = origin
         if preflight:
-            headers["Access-Control-Allow-Methods"] = ALLOWED_METHODS
-            headers["Access-Control-Allow-Headers"] = ALLOWED_HEADERS
+            headers["Access-Control-Allow-Methods"] = ", ".join(ALLOWED_METHODS)
+            headers["Access-Control-Allow-Headers"] = ", ".join(ALLOWED_HEADERS)
             headers["Access-Control-Max-Age"] = str(PREFLIGHT_MAX_AGE_SECONDS)
     return CorsDecision(headers=headers, preflight=preflight)
-
-
-def check_origins(values: Iterable[object]) -> tuple[str, ...]:
-    """The allow-list as given, or OriginError naming the first entry a browser never sends
-    (a path, a trailing slash, a wildcard, upper case, "null")."""
-    origins = []
-    for value in values:
-        if not isinstance(value, str) or not _ORIGIN.fullmatch(value):
-            raise OriginError(
-                f"site origin {value!r} must be an exact origin like https://www.example.com "
-                "(scheme and host in lower case, optional port, no path, no wildcard)"
-            )
-        origins.append(value)
-    return tuple(origins)

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from steps.lib.request.reply import project
 from steps.lib.runtime.stages import STAGES
 
 from .engine import Finished
@@ -49,7 +50,9 @@ def http_reply(finished: Finished) -> tuple[int, dict[str, Any]]:
     """The HTTP status and body API Gateway's integration response would produce.
 
     StartSyncExecution answers 200 even when the execution failed, so the status comes
-    from the output; anything unexpected is a fail-closed 503, never a 500.
+    from the output; anything unexpected is a fail-closed 503, never a 500. The body passes
+    the response template's rule (steps/lib/request/reply.py): only the contract's fields
+    reach the client, as on AWS.
     """
     output = finished.output
     if finished.status != "SUCCEEDED" or not isinstance(output, dict):
@@ -57,7 +60,7 @@ def http_reply(finished: Finished) -> tuple[int, dict[str, Any]]:
     status, body = output.get("statusCode"), output.get("body")
     if not isinstance(status, int) or not isinstance(body, dict):
         return 503, dict(FAIL_CLOSED)
-    return status, body
+    return status, project(body)
 
 
 _PATH_DECISIONS = {"Retrieve": "retrieved", "Invoke": "answered", "Degraded": "degraded"}

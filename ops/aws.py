@@ -16,6 +16,8 @@ from steps.lib.runtime.settings import Settings, cdk_context
 
 DEFAULT_STACK = "ChatguardChat"  # infra/application.py CHAT_STACK
 API_STAGE = "prod"  # infra/blocks/chat_api.py STAGE
+LEDGER_TABLE_OUTPUT = "LedgerTableName"  # infra/blocks/ledger_table.py LEDGER_TABLE_OUTPUT
+_LEGACY_TABLE_OUTPUT = "TableName"  # a stack deployed before the table was named by CFN
 # CDK suffixes an output's logical id with an 8-hex hash when it sits inside a construct.
 _HASH_SUFFIX = re.compile(r"[0-9A-F]{8}$")
 
@@ -89,8 +91,18 @@ def find_output(outputs: Mapping[str, str], name: str) -> str | None:
     return None
 
 
-def table_name(aws: Aws, settings: Settings) -> str:
-    return aws.output("TableName", default=settings.table_name)
+def table_name(aws: Aws) -> str:
+    """The deployed ledger table, from the stack's outputs: CloudFormation names it, so a
+    name from cdk.json would point at no table (or at a table an old stack left behind)."""
+    outputs = aws.outputs()
+    name = find_output(outputs, LEDGER_TABLE_OUTPUT) or find_output(outputs, _LEGACY_TABLE_OUTPUT)
+    if name is None:
+        where = f" in {aws.region}" if aws.region else ""
+        raise OpsError(
+            f"stack {aws.stack!r}{where} has no output {LEDGER_TABLE_OUTPUT!r}: deploy it first "
+            "(make deploy), or pass --stack and --region of the deployed chat stack"
+        )
+    return name
 
 
 def api_chat_url(aws: Aws) -> str:

@@ -111,7 +111,7 @@ def cmd_spend(args: argparse.Namespace) -> int:
     else:
         aws, s = Aws(args.profile, args.region, args.stack), project_settings()
         report = spend.collect(
-            aws.client("dynamodb"), table_name(aws, s), s, day=day, month=args.month
+            aws.client("dynamodb"), table_name(aws), s, day=day, month=args.month
         )
     print(json.dumps(report, indent=2) if args.json else spend.render(report))  # type: ignore[arg-type]
     return 0
@@ -124,8 +124,8 @@ def cmd_mode(args: argparse.Namespace) -> int:
             return 0
         print(mode.render(_admin(args.local, "POST", "/_admin/mode", {"mode": args.mode})))  # type: ignore[arg-type]
         return 0
-    aws, s = Aws(args.profile, args.region, args.stack), project_settings()
-    client, name = aws.client("dynamodb"), table_name(aws, s)
+    aws = Aws(args.profile, args.region, args.stack)
+    client, name = aws.client("dynamodb"), table_name(aws)
     if args.mode is None:
         print("mode: " + mode.read(client, name))
     else:

@@ -1,4 +1,14 @@
-"""The SNS topic every alarm and budget notification goes to, with the e-mail subscribers."""
+"""The SNS topic every alarm and budget notification goes to, with the e-mail subscribers.
+
+``enforce_ssl`` gives the topic a resource policy, and that policy replaces SNS's default
+one: only the principals it names may publish. So it names CloudWatch (this account's
+alarms) and, in the chat stack, AWS Budgets. Without the CloudWatch statement every alarm
+action fails with "... is not authorized to perform: SNS:Publish", seen only in the alarm's
+history (https://repost.aws/knowledge-center/cloudwatch-receive-sns-for-alarm-trigger). The
+service principals are limited by ``aws:SourceAccount`` and ``aws:SourceArn`` against the
+confused deputy (https://docs.aws.amazon.com/sns/latest/dg/sns-access-policy-use-cases.html).
+tests/infra/test_alarm_delivery.py walks every alarm's actions to this policy.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +21,10 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from infra import nag
+
+
+def alarms_of_this_account() -> str:
+    return f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:alarm:*"
 
 
 class AlertTopic(Construct):
@@ -26,6 +40,20 @@ class AlertTopic(Construct):
         self.topic = sns.Topic(self, "Topic", display_name="chatguard alerts", enforce_ssl=True)
         for address in emails:
             self.topic.add_subscription(subscriptions.EmailSubscription(address))
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish",
+                actions=["sns:Publish"],
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                resources=[self.topic.topic_arn],
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+                    # Any alarm of this account in this Region: the alarms are named by
+                    # CloudFormation, and a new one must not need a policy change.
+                    "ArnLike": {"aws:SourceArn": alarms_of_this_account()},
+                },
+            )
+        )
         if allow_budgets:
             self.topic.add_to_resource_policy(
                 iam.PolicyStatement(

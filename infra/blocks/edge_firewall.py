@@ -152,7 +152,13 @@ class EdgeFirewall(Construct):
         return wafv2.CfnWebACL.RuleProperty(
             name=group,
             priority=priority,
-            override_action=wafv2.CfnWebACL.OverrideActionProperty(none={}),
+            # Count, never block: the Common set's body rules (cross-site scripting, SQL
+            # injection) match ordinary questions on a security blog, and a managed block
+            # answers WAF's default non-JSON 403 the widget cannot show. Counting keeps the
+            # group's metrics and sampled requests for the operator to judge; the override
+            # turns the group's result into count only
+            # (https://docs.aws.amazon.com/waf/latest/APIReference/API_OverrideAction.html).
+            override_action=wafv2.CfnWebACL.OverrideActionProperty(count={}),
             statement=wafv2.CfnWebACL.StatementProperty(
                 managed_rule_group_statement=wafv2.CfnWebACL.ManagedRuleGroupStatementProperty(
                     vendor_name="AWS", name=group, rule_action_overrides=overrides or None

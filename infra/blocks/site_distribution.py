@@ -21,7 +21,7 @@ from constructs import Construct
 
 from infra import nag
 from infra.vtl import ORIGIN_HEADER, VIEWER_ADDRESS
-from local.cors import PREFLIGHT_MAX_AGE_SECONDS
+from steps.lib.request.cors import ALLOWED_HEADERS, ALLOWED_METHODS, PREFLIGHT_MAX_AGE_SECONDS
 
 CHAT_PATH = "/chat*"
 CONTENT_SECURITY_POLICY = (
@@ -218,8 +218,8 @@ def _cors(origins: tuple[str, ...]) -> cloudfront.ResponseHeadersCorsBehavior | 
         return None
     return cloudfront.ResponseHeadersCorsBehavior(
         access_control_allow_origins=list(origins),
-        access_control_allow_methods=["POST", "OPTIONS"],
-        access_control_allow_headers=["Content-Type"],
+        access_control_allow_methods=list(ALLOWED_METHODS),
+        access_control_allow_headers=list(ALLOWED_HEADERS),
         access_control_allow_credentials=False,
         access_control_max_age=Duration.seconds(PREFLIGHT_MAX_AGE_SECONDS),
         origin_override=True,

@@ -19,7 +19,7 @@ from infra.blocks.alert_topic import AlertTopic
 from infra.blocks.budgets import SpendBudgets
 from infra.blocks.chat_api import ChatApi
 from infra.blocks.guardrail import ChatGuardrail
-from infra.blocks.ledger_table import LedgerTable
+from infra.blocks.ledger_table import LEDGER_TABLE_OUTPUT, LedgerTable
 from infra.blocks.monitoring import ChatMonitoring
 from infra.blocks.pipeline_step import PipelineStep
 from infra.blocks.secrets import GeneratedSecrets
@@ -55,9 +55,7 @@ class ChatStack(Stack):
         account_unique = f"{self.stack_name}-{self.region}"
         self.retention = getattr(logs.RetentionDays, RETENTION_DAYS[ops.log_retention_days])
         self.alerts = AlertTopic(self, "Alerts", emails=ops.alert_emails, allow_budgets=True)
-        self.ledger = LedgerTable(
-            self, "Ledger", table_name=s.table_name, deletion_protection=ops.deletion_protection
-        )
+        self.ledger = LedgerTable(self, "Ledger", deletion_protection=ops.deletion_protection)
         self.secrets = GeneratedSecrets(
             self,
             "Secrets",
@@ -74,6 +72,8 @@ class ChatStack(Stack):
             self, "Guardrail", name=f"{self.stack_name}-chat", denied_topics=ops.denied_topics
         )
         runtime = s.replace(
+            # Named by CloudFormation (blocks/ledger_table.py): the steps read it from here.
+            table_name=self.ledger.table.table_name,
             guardrail_id=self.guardrail.guardrail.attr_guardrail_id,
             guardrail_version=self.guardrail.version.attr_version,
             guardrail_policy_count=self.guardrail.policy_count,
@@ -210,7 +210,7 @@ class ChatStack(Stack):
         # Not a secret: a direct call without the origin header is refused (chatguard verify).
         CfnOutput(self, "ApiUrl", value=self.api.api.url_for_path("/chat"))
         CfnOutput(self, "ModelBudgetName", value=self.budgets.model_budget_name)
-        CfnOutput(self, "TableName", value=self.ledger.table.table_name)
+        CfnOutput(self, LEDGER_TABLE_OUTPUT, value=self.ledger.table.table_name)
         CfnOutput(self, "StateMachineArn", value=self.workflow.state_machine.state_machine_arn)
         CfnOutput(self, "AlertTopicArn", value=self.alerts.topic.topic_arn)
 

@@ -21,7 +21,9 @@ def test_table_is_on_demand_with_ttl_pitr_and_deletion_protection(synth):
         "AWS::DynamoDB::Table",
         {
             "Properties": {
-                "TableName": "chatguard",
+                # CloudFormation names it: a retained table with a fixed name would make a
+                # first deploy that rolled back fail again with "already exists".
+                "TableName": Match.absent(),
                 "BillingMode": "PAY_PER_REQUEST",
                 "KeySchema": [
                     {"AttributeName": "pk", "KeyType": "HASH"},
@@ -34,6 +36,20 @@ def test_table_is_on_demand_with_ttl_pitr_and_deletion_protection(synth):
             "DeletionPolicy": "Retain",
         },
     )
+
+
+def test_the_steps_and_the_operator_read_the_table_name_cloudformation_chose(synth):
+    from ops.aws import LEDGER_TABLE_OUTPUT, find_output
+
+    (table,) = synth.resources("AWS::DynamoDB::Table")
+    ref = {"Ref": table}
+    readers = {state for state, names in STEP_SETTINGS.items() if "table_name" in names}
+    assert readers == {"Quota", "CostGate", "Reconcile"}
+    for state in readers:
+        env = function_of(synth, state)[1]["Properties"]["Environment"]["Variables"]
+        assert env[ENV_PREFIX + "TABLE_NAME"] == ref, state
+    outputs = {k: v["Value"] for k, v in synth.chat_json["Outputs"].items()}
+    assert find_output(outputs, LEDGER_TABLE_OUTPUT) == ref
 
 
 def test_three_secrets_come_from_the_generator_and_no_parameter_value_is_templated(synth):

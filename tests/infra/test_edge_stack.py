@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match
@@ -125,6 +126,34 @@ def test_managed_rule_groups_are_off_by_default(synth):
     (acl,) = synth.resources("AWS::WAFv2::WebACL", stack="edge").values()
     names = [rule["Name"] for rule in acl["Properties"]["Rules"]]
     assert names == ["ChatBodyTooLarge", "ChatRateLimit"]
+
+
+def test_managed_rule_groups_behind_the_flag_count_and_never_block(
+    managed_groups: list[dict[str, Any]],
+) -> None:
+    # A block from a managed group would be WAF's default non-JSON 403 for an ordinary
+    # question (the Common set's XSS and SQL injection body rules): the groups only count.
+    assert managed_groups
+    for group in managed_groups:
+        assert group["OverrideAction"] == {"Count": {}}, group["Name"]
+
+
+@pytest.fixture
+def managed_groups() -> list[dict[str, Any]]:
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Template
+
+    from infra.blocks.edge_firewall import EdgeFirewall
+
+    edge = deploy_config.EdgeConfig(
+        waf_rate_limit=20, waf_window_seconds=120, waf_managed_rules=True,
+        waf_blocked_alarm_threshold=10, api_throttle_rate=5, api_throttle_burst=10,
+        origin_timeout_seconds=30,
+    )  # fmt: skip
+    stack = cdk.Stack(cdk.App(), "Probe", env=cdk.Environment(region="us-east-1"))
+    EdgeFirewall(stack, "Firewall", name="probe", edge=edge, body_max_bytes=16384)
+    (acl,) = Template.from_stack(stack).to_json()["Resources"].values()
+    return [r for r in acl["Properties"]["Rules"] if "ManagedRuleGroupStatement" in r["Statement"]]
 
 
 def test_managed_rule_groups_behind_the_flag_keep_the_body_size_to_our_rule():

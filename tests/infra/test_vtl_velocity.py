@@ -1,34 +1,20 @@
-"""Both mapping templates rendered on a real Apache Velocity 1.7 (Debian's `velocity`).
+"""Both mapping templates rendered on a real Apache Velocity 1.7 (tests/velocity.py).
 
-A small Java harness (velocity/VelocityHarness.java, compiled here with javac) provides
-$input, $util (commons-lang 2.6 escapeJavaScript, parseJson) and $context the way API
-Gateway documents them. Python's airspeed differs from Java Velocity on backslashes, so it
-is no stand-in; the Python replay in test_vtl_escaping.py stays as the fast unit test.
-The engine is never optional: where it is missing this module FAILS (CI installs it).
+Python's airspeed differs from Java Velocity on backslashes, so it is no stand-in; the
+Python replay in test_vtl_escaping.py stays as the fast unit test.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from infra import vtl
+from tests.velocity import ARN, engine, succeeded
 
 pytestmark = pytest.mark.infra
-
-HARNESS = Path(__file__).with_name("velocity") / "VelocityHarness.java"
-JARS = (
-    "/usr/share/java/velocity-1.7.jar",  # Debian: velocity
-    "/usr/share/java/commons-lang-2.6.jar",  # Debian: libcommons-lang-java
-    "/usr/share/java/commons-collections3.jar",  # a dependency of velocity
-)
-INSTALL = "apt-get install velocity libcommons-lang-java default-jdk-headless (.ci/run does)"
-ARN = "arn:aws:states:eu-west-1:123456789012:stateMachine:Chat"
 
 HOSTILE = [
     "plain",
@@ -44,32 +30,7 @@ HOSTILE = [
 
 @pytest.fixture(scope="session")
 def velocity(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    missing = [jar for jar in JARS if not Path(jar).is_file()]
-    java, javac = shutil.which("java"), shutil.which("javac")
-    if missing or not java or not javac:
-        pytest.fail(f"the Velocity engine is missing ({missing or 'java/javac'}): {INSTALL}")
-    classes = tmp_path_factory.mktemp("velocity")
-    classpath = ":".join((*JARS, str(classes)))
-    subprocess.run(
-        [javac, "-nowarn", "-d", str(classes), "-cp", classpath, str(HARNESS)],
-        check=True,
-        capture_output=True,
-    )
-
-    def render(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        done = subprocess.run(
-            [java, "-cp", classpath, "VelocityHarness"],
-            input=json.dumps(cases).encode(),
-            capture_output=True,
-            check=False,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr.decode()[-2000:]
-        results: list[dict[str, Any]] = json.loads(done.stdout)
-        assert len(results) == len(cases)
-        return results
-
-    return render
+    return engine(tmp_path_factory.mktemp("velocity"))
 
 
 # -- request template: headers and bodies arrive verbatim as the execution input ---------
@@ -127,35 +88,28 @@ def test_missing_headers_are_empty_strings_not_template_text(velocity) -> None:
 SOURCES = [{"page": "/posts/waf", "heading": "WAF > Rate"}, {"page": "/a'b", "heading": '"q"'}]
 
 
-def _succeeded(output: dict[str, Any]) -> str:
-    execution = {
-        "executionArn": ARN + ":x",
-        "status": "SUCCEEDED",
-        "output": json.dumps(output, ensure_ascii=False),
-    }
-    return json.dumps(execution, ensure_ascii=False)
-
-
 def _response_cases() -> list[tuple[str, int, dict[str, Any]]]:
     cases: list[tuple[str, int, dict[str, Any]]] = []
     for text in HOSTILE:
         answer = {"reply": text, "sources": [*SOURCES, {"page": "/x", "heading": text}],
                   "sig": "s1"}  # fmt: skip
-        cases.append((_succeeded({"statusCode": 200, "body": answer}), 200, answer))
+        cases.append((succeeded({"statusCode": 200, "body": answer}), 200, answer))
         limited = {"reply": text, "limited": True}
-        cases.append((_succeeded({"statusCode": 200, "body": limited}), 200, limited))
+        cases.append((succeeded({"statusCode": 200, "body": limited}), 200, limited))
         degraded = {"reply": text, "degraded": True, "sources": SOURCES}
-        cases.append((_succeeded({"statusCode": 200, "body": degraded}), 200, degraded))
+        cases.append((succeeded({"statusCode": 200, "body": degraded}), 200, degraded))
+        off = {"reply": text, "degraded": True, "off": True, "sources": []}
+        cases.append((succeeded({"statusCode": 200, "body": off}), 200, off))
         for status in (400, 403, 429, 503):
             error = {"error": text}
-            cases.append((_succeeded({"statusCode": status, "body": error}), status, error))
+            cases.append((succeeded({"statusCode": status, "body": error}), status, error))
     unavailable = {"error": vtl.UNAVAILABLE}
     for status in ("FAILED", "TIMED_OUT"):
         execution = {"executionArn": ARN + ":x", "status": status, "error": "States.Timeout",
                      "cause": 'a "cause" with \\ and \u00e9'}  # fmt: skip
         cases.append((json.dumps(execution), 503, unavailable))
     # No statusCode at all: the fail-closed 503, still valid JSON.
-    cases.append((_succeeded({"body": {"error": "x"}}), 503, {"error": "x"}))
+    cases.append((succeeded({"body": {"error": "x"}}), 503, {"error": "x"}))
     return cases
 
 
@@ -170,16 +124,16 @@ def test_every_outcome_renders_valid_json_with_its_status(velocity) -> None:
         {"template": template, "body": b, "headers": {}, "requestId": "r"} for b, *_ in cases
     ]
     results = velocity(requests)
-    # 8 hostile texts x (answer, limited, degraded, 4 error statuses), FAILED, TIMED_OUT,
-    # and an output without a statusCode.
-    assert len(results) == 8 * 7 + 3
+    # 8 hostile texts x (answer, limited, degraded, off, 4 error statuses), FAILED,
+    # TIMED_OUT, and an output without a statusCode.
+    assert len(results) == 8 * 8 + 3
     for (body, status, expected), result in zip(cases, results, strict=True):
         assert result["status"] == status, body
         assert json.loads(result["output"]) == expected, body
 
 
 def test_a_present_but_null_field_renders_empty_not_template_text(velocity) -> None:
-    body = _succeeded({"statusCode": 200, "body": NULLS})
+    body = succeeded({"statusCode": 200, "body": NULLS})
     quiet = vtl.response_template()
     loud = quiet.replace("$!util.", "$util.")  # the template before quiet references
     assert loud != quiet

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from chatguard.cli import main
+from local.tables import create_ledger_table
 from ops.aws import Aws, api_chat_url, find_output, stack_outputs
 from steps.lib.runtime.secrets import parse_secret
 
@@ -62,16 +63,47 @@ def test_billing_services_reads_the_deployed_model_budget_by_default(aws_env, ca
     assert code == 1 and "budget ChatguardChat-us-east-1-model-monthly" in out and "WARNING" in out
 
 
-def test_spend_and_mode_use_the_default_table_when_no_stack_is_deployed(dynamodb, capsys):
+def _deployed_stack(aws_env, outputs: dict[str, str]) -> None:
+    template = {
+        "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
+        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
+    }
+    aws_env.client("cloudformation").create_stack(
+        StackName="ChatguardChat", TemplateBody=json.dumps(template)
+    )
+
+
+def test_spend_and_mode_use_the_table_the_stack_output_names(aws_env, capsys):
+    # CloudFormation names the table; a "chatguard" table left by an old stack is ignored.
+    deployed = "ChatguardChat-LedgerTable1A2B3C4D-XYZ"
+    for name in (TABLE, deployed):
+        create_ledger_table(aws_env.client("dynamodb"), name)
+    _deployed_stack(aws_env, {"LedgerTableName": deployed})
     code, out, _ = _run(capsys, "mode", "off")
     assert code == 0 and "normal -> off" in out
     assert _run(capsys, "mode")[1].strip() == "mode: off"
     code, out, _ = _run(capsys, "spend", "--day", "2027-01-15")
     assert code == 0 and "mode: off" in out and "$1.00" in out and "$15.00" in out
-    item = dynamodb.get_item(TableName=TABLE, Key={"pk": {"S": "CONFIG"}, "sk": {"S": "MODE"}})[
-        "Item"
-    ]
-    assert item["mode"]["S"] == "off"
+    key = {"pk": {"S": "CONFIG"}, "sk": {"S": "MODE"}}
+    dynamodb = aws_env.client("dynamodb")
+    assert dynamodb.get_item(TableName=deployed, Key=key)["Item"]["mode"]["S"] == "off"
+    assert "Item" not in dynamodb.get_item(TableName=TABLE, Key=key)
+
+
+def test_a_stack_deployed_before_the_output_was_renamed_still_names_its_table(aws_env, capsys):
+    create_ledger_table(aws_env.client("dynamodb"), TABLE)
+    _deployed_stack(aws_env, {"TableName": TABLE})
+    assert _run(capsys, "mode", "degraded")[0] == 0
+
+
+def test_without_a_deployed_stack_spend_and_mode_refuse_in_one_line(dynamodb, capsys):
+    for argv in (("mode", "off"), ("spend",)):
+        code, out, err = _run(capsys, *argv)
+        assert code == 2 and out == ""
+        assert err.count("\n") == 1 and "no output 'LedgerTableName'" in err
+        assert "Traceback" not in err
+    key = {"pk": {"S": "CONFIG"}, "sk": {"S": "MODE"}}
+    assert "Item" not in dynamodb.get_item(TableName=TABLE, Key=key)
 
 
 def test_rotate_origin_secret_updates_ssm_and_the_distribution(ssm, settings, cloudfront, capsys):
