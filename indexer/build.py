@@ -32,10 +32,20 @@ class BuildError(Exception):
 
 
 class ForbiddenContent(BuildError):
+    """A forbidden term where a page would be indexed: each hit (page, heading, term),
+    then the two ways on: edit the page, or change the list (the terms are the site
+    owner's own codenames, so a hit is either a leak or a list that does not fit)."""
+
     def __init__(self, found: Sequence[Violation]) -> None:
         self.violations = tuple(found)
         lines = "\n".join(f"  {v}" for v in found)
-        super().__init__(f"forbidden terms in {len(found)} indexable chunk(s):\n{lines}")
+        super().__init__(
+            f"forbidden terms in {len(found)} indexable chunk(s):\n{lines}\n"
+            "To go on, either edit those pages (or leave them out with `--exclude GLOB` or "
+            'cdk.json "chatguard/index" "exclude"), or change the list: `--forbidden TERM` '
+            '(repeatable, replaces the list for this run) or cdk.json "chatguard/index" '
+            '"forbidden_terms".'
+        )
 
 
 @dataclass(frozen=True, slots=True)
