@@ -9,7 +9,7 @@ from typing import Protocol
 
 import numpy as np
 
-from steps.lib.grounding.knowledge import Chunk, chunk_document
+from steps.lib.grounding.knowledge import Chunk, chunk_document, normalise_page
 
 from .artifact import write_artifact
 from .chunking import chunk_page
@@ -77,12 +77,15 @@ def collect(site: Path, policy: IndexPolicy) -> tuple[list[Page], list[str]]:
             excluded.append(relative)
             continue
         try:
-            page = parse_page(relative, path.read_text(encoding="utf-8"))
+            page = parse_page(relative, path.read_text(encoding="utf-8"), policy.permalinks)
         except UnicodeDecodeError as exc:
             raise BuildError(f"{relative} is not UTF-8 text ({exc.reason})") from exc
-        if page.path in owners:
-            raise BuildError(f"{owners[page.path]} and {relative} both map to page {page.path}")
-        owners[page.path] = relative
+        # One page per path as a visitor's browser names it (`/a`, `/a.html`, `/a.htm`):
+        # retrieval finds the current page's chunks by that form.
+        key = normalise_page(page.path)
+        if key in owners:
+            raise BuildError(f"{owners[key]} and {relative} both map to page {key}")
+        owners[key] = relative
         pages.append(page)
     return pages, excluded
 

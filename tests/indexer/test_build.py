@@ -26,8 +26,8 @@ def test_the_sample_site_builds_with_its_resume_and_drafts_excluded(tmp_path: Pa
     kb = load_knowledge(out, embedder="hashing-v2")
     pages = {c.page for c in kb.chunks}
     assert len(pages) >= 15
-    assert "/resume" not in pages and not any(p.startswith("/drafts") for p in pages)
-    assert {"/", "/guides/home-router", "/about", "/now"} <= pages
+    assert "/resume.html" not in pages and not any(p.startswith("/drafts") for p in pages)
+    assert {"/index.html", "/guides/home-router.html", "/about.html", "/now.html"} <= pages
 
 
 def test_the_sample_site_holds_no_forbidden_term_where_indexed() -> None:

@@ -200,7 +200,9 @@ class ChunkTable(Sequence[Chunk]):
 
 class PageIndex(Mapping[str, tuple[int, ...]]):
     """page path -> its chunk indexes (document order), worked out on first use: only a
-    request from a page the index knows needs it."""
+    request from a page the index knows needs it. Keyed by `normalise_page` of each
+    chunk's page (its link, `/posts/waf.html` or `/posts/waf` by the permalink setting),
+    the form a visitor's `page` is looked up in."""
 
     __slots__ = ("_names", "_page_of", "_table")
 
@@ -214,7 +216,8 @@ class PageIndex(Mapping[str, tuple[int, ...]]):
             for index, number in enumerate(self._page_of.tolist()):
                 grouped[number].append(index)
             self._table = {
-                name: tuple(group) for name, group in zip(self._names, grouped, strict=True)
+                normalise_page(name): tuple(group)
+                for name, group in zip(self._names, grouped, strict=True)
             }
         return self._table
 
