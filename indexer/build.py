@@ -13,8 +13,9 @@ from steps.lib.grounding.knowledge import Chunk, chunk_document, normalise_page
 
 from .artifact import write_artifact
 from .chunking import chunk_page
-from .pages import PAGE_SUFFIXES, Page, parse_page
+from .pages import Page, parse_page
 from .policy import IndexPolicy, Violation, violations
+from .provenance import page_files, record_site
 
 
 class Embedder(Protocol):
@@ -67,12 +68,7 @@ def collect(site: Path, policy: IndexPolicy) -> tuple[list[Page], list[str]]:
     pages: list[Page] = []
     excluded: list[str] = []
     owners: dict[str, str] = {}
-    for path in sorted(site.rglob("*")):
-        inside = path.relative_to(site)
-        relative = inside.as_posix()
-        hidden = any(part.startswith(".") for part in inside.parts)
-        if hidden or not path.is_file() or not relative.lower().endswith(PAGE_SUFFIXES):
-            continue
+    for relative, path in page_files(site):
         if policy.excluded(relative):
             excluded.append(relative)
             continue
@@ -105,11 +101,12 @@ def plan(site: Path, policy: IndexPolicy) -> tuple[list[tuple[str, Chunk]], list
 def build(site: Path, out: Path, policy: IndexPolicy, embedder: Embedder) -> BuildReport:
     """Check everything first, then embed, then write: a refusal writes nothing."""
     source_chunks, excluded = plan(site, policy)
+    site_record = record_site(site, policy)  # what the index was built from
     chunks = [chunk for _, chunk in source_chunks]
     matrix = embedder.embed([chunk_document(chunk) for chunk in chunks])
     if matrix.shape != (len(chunks), embedder.dimensions):
         raise BuildError(f"embedder returned {matrix.shape}, expected {len(chunks)} rows")
-    write_artifact(out, chunks, matrix, embedder.id)
+    write_artifact(out, chunks, matrix, embedder.id, site=site_record.as_json())
     indexed = {source for source, _ in source_chunks}
     pages, _ = collect(site, policy)
     return BuildReport(

@@ -34,10 +34,12 @@ from indexer.pages import PAGE_SUFFIXES, Block, page_path
 from indexer.policy import IndexPolicy
 from steps.lib.grounding.knowledge import normalise_page
 
+from . import preflight
+
 ROOT = Path(__file__).resolve().parents[1]
 WIDGET_DIR = ROOT / "widget"
-DEFAULT_SITE_DIR = ROOT / "examples" / "site"
-SITE_DIR_ENV = "CHATGUARD_SITE_DIR"
+DEFAULT_SITE_DIR = preflight.DEFAULT_SITE_DIR
+SITE_DIR_ENV = preflight.SITE_DIR_ENV
 
 HTML = "text/html; charset=utf-8"
 Response = tuple[int, str, bytes]
@@ -91,7 +93,7 @@ def handle_get(
 
 
 def site_dir() -> Path:
-    return Path(os.environ.get(SITE_DIR_ENV) or DEFAULT_SITE_DIR)
+    return preflight.site_dir()
 
 
 def load_site(directory: Path, permalinks: str | None = None) -> dict[str, Page]:
