@@ -11,7 +11,8 @@ import pytest
 from indexer.build import build
 from indexer.policy import IndexPolicy
 from local import site
-from steps.lib.grounding.knowledge import load_knowledge
+from steps.lib.grounding.knowledge import load_knowledge, normalise_page
+from steps.lib.grounding.retrieval import degraded_answer
 from steps.lib.providers.hashing_embedder import HashingEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,9 +125,15 @@ def test_every_link_the_index_gives_is_served(tmp_path: Path, permalinks: str) -
     out = tmp_path / "knowledge"
     policy = replace(IndexPolicy.from_context(), permalinks=permalinks)
     build(SAMPLE_SITE, out, policy, HashingEmbedder())
-    links = {chunk.page for chunk in load_knowledge(out).chunks}
+    kb = load_knowledge(out)
+    links = {chunk.page for chunk in kb.chunks}
     suffixed = {link for link in links if link.endswith(".html")}
     assert suffixed == (links if permalinks == "file" else set())
     for link in sorted(links):
         found = site.handle_get(link, SAMPLE_SITE, permalinks)
         assert found is not None and found[0] == 200, link
+    # The degraded answer links its chunk's page, whichever form the visitor's page takes.
+    for visitor_on in ("/posts/waf-rate-limiting", "/posts/waf-rate-limiting.html"):
+        chunk = degraded_answer(kb, "rate-based rule window", page=visitor_on)
+        assert chunk is not None and chunk.page in links
+        assert normalise_page(chunk.page) == "/posts/waf-rate-limiting"
