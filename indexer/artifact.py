@@ -80,9 +80,11 @@ def write_artifact(
     embedder: str,
     *,
     dtype: type[np.floating[Any]] = DISK_DTYPE,
+    site: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write the three files atomically (as a directory swap); returns the metadata
-    (unsealed)."""
+    (unsealed). `site` is what the index was built from (indexer/provenance.py), kept in
+    the header for the commands that pair an index with a site; the runtime ignores it."""
     if not np.all(np.isfinite(matrix)):
         raise ValueError("embedding matrix holds NaN or infinity; refusing to write it")
     raw = npy_bytes(matrix, dtype)
@@ -98,6 +100,8 @@ def write_artifact(
         layout=layout,
         terms_version=lexical["terms_version"],
     )
+    if site is not None:
+        metadata["site"] = site
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))

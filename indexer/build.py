@@ -9,12 +9,13 @@ from typing import Protocol
 
 import numpy as np
 
-from steps.lib.grounding.knowledge import Chunk, chunk_document
+from steps.lib.grounding.knowledge import Chunk, chunk_document, normalise_page
 
 from .artifact import write_artifact
 from .chunking import chunk_page
-from .pages import PAGE_SUFFIXES, Page, parse_page
+from .pages import Page, parse_page
 from .policy import IndexPolicy, Violation, violations
+from .provenance import page_files, record_site
 
 
 class Embedder(Protocol):
@@ -32,10 +33,20 @@ class BuildError(Exception):
 
 
 class ForbiddenContent(BuildError):
+    """A forbidden term where a page would be indexed: each hit (page, heading, term),
+    then the two ways on: edit the page, or change the list (the terms are the site
+    owner's own codenames, so a hit is either a leak or a list that does not fit)."""
+
     def __init__(self, found: Sequence[Violation]) -> None:
         self.violations = tuple(found)
         lines = "\n".join(f"  {v}" for v in found)
-        super().__init__(f"forbidden terms in {len(found)} indexable chunk(s):\n{lines}")
+        super().__init__(
+            f"forbidden terms in {len(found)} indexable chunk(s):\n{lines}\n"
+            "To go on, either edit those pages (or leave them out with `--exclude GLOB` or "
+            'cdk.json "chatguard/index" "exclude"), or change the list: `--forbidden TERM` '
+            '(repeatable, replaces the list for this run) or cdk.json "chatguard/index" '
+            '"forbidden_terms".'
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,22 +68,20 @@ def collect(site: Path, policy: IndexPolicy) -> tuple[list[Page], list[str]]:
     pages: list[Page] = []
     excluded: list[str] = []
     owners: dict[str, str] = {}
-    for path in sorted(site.rglob("*")):
-        inside = path.relative_to(site)
-        relative = inside.as_posix()
-        hidden = any(part.startswith(".") for part in inside.parts)
-        if hidden or not path.is_file() or not relative.lower().endswith(PAGE_SUFFIXES):
-            continue
+    for relative, path in page_files(site):
         if policy.excluded(relative):
             excluded.append(relative)
             continue
         try:
-            page = parse_page(relative, path.read_text(encoding="utf-8"))
+            page = parse_page(relative, path.read_text(encoding="utf-8"), policy.permalinks)
         except UnicodeDecodeError as exc:
             raise BuildError(f"{relative} is not UTF-8 text ({exc.reason})") from exc
-        if page.path in owners:
-            raise BuildError(f"{owners[page.path]} and {relative} both map to page {page.path}")
-        owners[page.path] = relative
+        # One page per path as a visitor's browser names it (`/a`, `/a.html`, `/a.htm`):
+        # retrieval finds the current page's chunks by that form.
+        key = normalise_page(page.path)
+        if key in owners:
+            raise BuildError(f"{owners[key]} and {relative} both map to page {key}")
+        owners[key] = relative
         pages.append(page)
     return pages, excluded
 
@@ -92,11 +101,12 @@ def plan(site: Path, policy: IndexPolicy) -> tuple[list[tuple[str, Chunk]], list
 def build(site: Path, out: Path, policy: IndexPolicy, embedder: Embedder) -> BuildReport:
     """Check everything first, then embed, then write: a refusal writes nothing."""
     source_chunks, excluded = plan(site, policy)
+    site_record = record_site(site, policy)  # what the index was built from
     chunks = [chunk for _, chunk in source_chunks]
     matrix = embedder.embed([chunk_document(chunk) for chunk in chunks])
     if matrix.shape != (len(chunks), embedder.dimensions):
         raise BuildError(f"embedder returned {matrix.shape}, expected {len(chunks)} rows")
-    write_artifact(out, chunks, matrix, embedder.id)
+    write_artifact(out, chunks, matrix, embedder.id, site=site_record.as_json())
     indexed = {source for source, _ in source_chunks}
     pages, _ = collect(site, policy)
     return BuildReport(

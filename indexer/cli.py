@@ -14,7 +14,8 @@ from typing import Any
 from steps.lib.runtime.settings import DEFAULT_KNOWLEDGE_DIR
 
 from .build import BuildError, BuildReport, Embedder, build
-from .policy import IndexPolicy
+from .pages import PERMALINKS
+from .policy import IndexPolicy, PolicyError
 from .titan import MODEL_ID
 
 
@@ -45,6 +46,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="TERM",
         help="forbidden term (repeatable; replaces cdk.json's list)",
     )
+    parser.add_argument(
+        "--permalinks",
+        choices=PERMALINKS,
+        default=None,
+        help="how your host links a page: file = /posts/waf.html, works on any static host "
+        "(S3, CloudFront); pretty = /posts/waf (default: cdk.json, else file)",
+    )
     titan = parser.add_argument_group("titan")
     titan.add_argument("--model-id", default=MODEL_ID)
     titan.add_argument("--region", default=None)
@@ -68,6 +76,7 @@ def policy_from(args: argparse.Namespace) -> IndexPolicy:
     return IndexPolicy(
         tuple(args.exclude) if args.exclude is not None else base.exclude,
         tuple(args.forbidden) if args.forbidden is not None else base.forbidden_terms,
+        args.permalinks or base.permalinks,
     )
 
 
@@ -97,7 +106,12 @@ def make_embedder(args: argparse.Namespace) -> Embedder:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        report = build(args.site, args.out, policy_from(args), make_embedder(args))
+        policy = policy_from(args)
+    except PolicyError as exc:
+        print(f'chatguard index: cdk.json "chatguard/index": {exc}', file=sys.stderr)
+        return 2
+    try:
+        report = build(args.site, args.out, policy, make_embedder(args))
     except BuildError as exc:
         print(f"chatguard index: refused, nothing written: {exc}", file=sys.stderr)
         return 1

@@ -1,8 +1,8 @@
 """Site pages -> a flat list of blocks (headings and text), for Markdown and HTML alike.
 
 Both formats become the same `Block` list, so chunking has one code path. A page's URL
-path comes from its file path: ``posts/waf.md`` -> ``/posts/waf``, ``index.md`` -> ``/``,
-``guides/index.html`` -> ``/guides``.
+path comes from its file path and the permalink setting (`page_path`): ``posts/waf.md``
+-> ``/posts/waf.html`` (file) or ``/posts/waf`` (pretty).
 """
 
 from __future__ import annotations
@@ -36,15 +36,32 @@ class Page:
     blocks: tuple[Block, ...]
 
 
-def page_path(relative: str) -> str:
-    """URL path of a page file: suffix dropped, `index` names its directory."""
-    parts = list(PurePosixPath(relative).with_suffix("").parts)
-    if parts and parts[-1] == "index":
-        parts.pop()
-    return "/" + "/".join(parts)
+PERMALINKS = ("file", "pretty")
 
 
-def parse_page(relative: str, content: str) -> Page:
+def page_path(relative: str, permalinks: str = "file") -> str:
+    """URL path of a page file, as the host that serves the built site links it.
+
+    "file" (the default) keeps the file's name, a Markdown source becoming the `.html`
+    a static site generator writes for it (Jekyll's pages, Hugo with `uglyURLs`):
+    `hours.html` -> `/hours.html`, `posts/waf.md` -> `/posts/waf.html`, `index.md` ->
+    `/index.html`. Those paths name real objects, so a plain S3 bucket or a CloudFront
+    distribution serves them with no rewrite rule. "pretty" drops the suffix and
+    `index` (`/posts/waf`, `/guides`, `/`), for hosts that map such a path to its file
+    (GitHub Pages, Netlify, Cloudflare Pages, a CloudFront function).
+    """
+    path = PurePosixPath(relative)
+    if permalinks == "pretty":
+        parts = list(path.with_suffix("").parts)
+        if parts and parts[-1] == "index":
+            parts.pop()
+        return "/" + "/".join(parts)
+    if path.suffix.lower() in MARKDOWN_SUFFIXES:
+        path = path.with_suffix(".html")
+    return "/" + path.as_posix()
+
+
+def parse_page(relative: str, content: str, permalinks: str = "file") -> Page:
     if relative.lower().endswith(HTML_SUFFIXES):
         title, blocks = parse_html(content)
     else:
@@ -54,7 +71,7 @@ def parse_page(relative: str, content: str) -> Page:
             blocks.insert(0, Block(0, meta["description"]))
     if not title:
         title = next((b.text for b in blocks if b.level == 1), "") or _title_from(relative)
-    return Page(relative, page_path(relative), title, tuple(blocks))
+    return Page(relative, page_path(relative, permalinks), title, tuple(blocks))
 
 
 def split_front_matter(content: str) -> tuple[dict[str, str], str]:

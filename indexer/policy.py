@@ -1,9 +1,11 @@
-"""What may be indexed: exclusion globs and the forbidden-terms check.
+"""What may be indexed and how it is linked: exclusion globs, the forbidden-terms check,
+the permalink style.
 
-Both lists come from cdk.json context "chatguard/index" (the project's one settings
-source); `chatguard index --exclude/--forbidden` replace them for one run. The forbidden
-check is deterministic and runs on every chunk that WOULD be indexed, before anything is
-embedded or written: a build that finds a term fails and leaves the old artifact alone.
+All three come from cdk.json context "chatguard/index" (the project's one settings
+source); `chatguard index --exclude/--forbidden/--permalinks` replace them for one run.
+The forbidden check is deterministic and runs on every chunk that WOULD be indexed,
+before anything is embedded or written: a build that finds a term fails and leaves the
+old artifact alone.
 """
 
 from __future__ import annotations
@@ -17,18 +19,35 @@ from typing import Any
 from steps.lib.grounding.knowledge import Chunk
 from steps.lib.runtime.settings import cdk_context
 
+from .pages import PERMALINKS
+
 CONTEXT_KEY = "chatguard/index"
+
+
+class PolicyError(ValueError):
+    """A "chatguard/index" value the indexer cannot use; the message says which."""
 
 
 @dataclass(frozen=True, slots=True)
 class IndexPolicy:
     exclude: tuple[str, ...]
     forbidden_terms: tuple[str, ...]
+    permalinks: str = "file"  # how the host links a page: indexer.pages.page_path
+
+    def __post_init__(self) -> None:
+        if self.permalinks not in PERMALINKS:
+            raise PolicyError(
+                f"permalinks is {self.permalinks!r}; use one of {', '.join(PERMALINKS)}"
+            )
 
     @classmethod
     def from_context(cls, context: dict[str, Any] | None = None) -> IndexPolicy:
         block = (context if context is not None else cdk_context()).get(CONTEXT_KEY, {})
-        return cls(tuple(block.get("exclude", ())), tuple(block.get("forbidden_terms", ())))
+        return cls(
+            tuple(block.get("exclude", ())),
+            tuple(block.get("forbidden_terms", ())),
+            str(block.get("permalinks", "file")),
+        )
 
     def excluded(self, relative: str) -> bool:
         """Globs match the POSIX path inside the site dir; `*` also crosses `/`."""

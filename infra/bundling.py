@@ -39,6 +39,7 @@ import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_lambda as lambda_
 
+from indexer.provenance import SiteRecord, read_record
 from infra.index_check import REBUILD, BuiltIndex
 from steps.lib.grounding.knowledge import ARTIFACT_FILES
 
@@ -231,6 +232,15 @@ def index_embedder() -> BuiltIndex:
     if not isinstance(embedder, dict):
         return BuiltIndex(str(embedder), 0)
     return BuiltIndex(str(embedder.get("id")), int(embedder.get("dimensions") or 0))
+
+
+def index_site() -> SiteRecord | None:
+    """The site build/knowledge records it was built from (None: an older index)."""
+    _knowledge_file("knowledge.json")
+    try:
+        return read_record(KNOWLEDGE_DIR)
+    except ValueError as exc:
+        raise BundlingError(f"build/knowledge: {exc}; rebuild it (`{REBUILD}`)") from exc
 
 
 def _knowledge_file(name: str) -> Path:

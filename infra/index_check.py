@@ -5,6 +5,13 @@ The artifact in build/knowledge records the embedder that built it (``knowledge.
 ``embedding_model_id`` at ``embedding_dimensions``; an index built by anything else makes
 every message fail closed (a 503), so synthesis stops instead of deploying it.
 
+The index must also be current: it records the site it was built from and a digest of
+each page (indexer/provenance.py), and synthesis compares them with the site directory
+the deployment names (cdk.json ``chatguard/index`` ``site_dir``, or ``-c
+chatguard/site_dir=DIR``): another site, an edited, added or removed page, or an index
+that records no site stops synthesis with the command that rebuilds it, so a deployment
+never answers from (and links to) pages that are no longer the site's.
+
 The offline sample index (hashing embedder) is still synthesized by the tests and by
 ``make synth-offline``: they say so explicitly with the context key ``STAND_IN_CONTEXT``,
 and the synthesized app then carries a warning naming the stand-in.
@@ -13,10 +20,13 @@ and the synthesized app then carries a warning naming the stand-in.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
+from indexer.provenance import SiteRecord, drift
 from steps.lib.grounding.knowledge import bedrock_embedder_id
 
 STAND_IN_CONTEXT = "chatguard/stand_in_index"
+SITE_DIR_CONTEXT = "chatguard/site_dir"
 REBUILD = "chatguard index SITE_DIR --out build/knowledge --embedder titan"
 
 
@@ -52,3 +62,31 @@ def check(
     if stand_in_allowed:
         return f"{problem}: synthesized anyway because {STAND_IN_CONTEXT} is set (not deployable)"
     raise IndexMismatch(f"{problem}; rebuild it with `{REBUILD}`")
+
+
+def check_site(
+    record: SiteRecord | None, site: Path, *, shown: str, stand_in_allowed: bool
+) -> str | None:
+    """None when build/knowledge was built from `site` as it is now; a warning when a
+    stand-in was allowed; else IndexMismatch naming what differs and the command.
+
+    `shown` is how the site is named in the message (as cdk.json names it)."""
+    rebuild = f"rebuild it with `{REBUILD.replace('SITE_DIR', shown)}`"
+    if not site.is_dir():
+        problem = f"the site directory {shown} (cdk.json chatguard/index site_dir) does not exist"
+    elif record is None:
+        problem = "build/knowledge does not record which site it was built from"
+    else:
+        found = drift(record, site)
+        if not found.belongs:
+            problem = (
+                f"build/knowledge was built from site {record.root!r}, not from {shown} "
+                "(set cdk.json chatguard/index site_dir to the site you deploy)"
+            )
+        elif found.stale:
+            problem = f"{shown} changed since build/knowledge was built ({found.summary()})"
+        else:
+            return None
+    if stand_in_allowed:
+        return f"{problem}: synthesized anyway because {STAND_IN_CONTEXT} is set (not deployable)"
+    raise IndexMismatch(f"{problem}; {rebuild}")

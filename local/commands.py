@@ -197,13 +197,19 @@ def settings_for(args: argparse.Namespace, **overrides: Any) -> Settings:
         settings = local_settings(knowledge_dir=getattr(args, "knowledge", None), **overrides)
     except (SettingsError, ValueError, ArithmeticError) as exc:
         raise CommandError(str(exc)) from None
-    from .preflight import knowledge_problem, site_problem
+    from .preflight import knowledge_problem, pairing_problem, site_problem
 
     site = getattr(args, "site", None)
     region = getattr(args, "region", None)
     problem = (site and site_problem(site)) or knowledge_problem(settings, site, region)
     if problem:
         raise CommandError(problem)
+    chosen = getattr(args, "knowledge", None) is not None
+    problem, warning = pairing_problem(settings, site, region, chosen=chosen)
+    if problem:
+        raise CommandError(problem)
+    if warning:
+        print(warning, file=sys.stderr)
     return settings
 
 
@@ -285,6 +291,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
 def run_serve(args: argparse.Namespace) -> int:
     from .cors import OriginError, check_origins
     from .limits import summary
+    from .preflight import index_permalinks
     from .render import quiet_logs
     from .routes import EdgeOptions
     from .server import ChatServer
@@ -315,7 +322,10 @@ def run_serve(args: argparse.Namespace) -> int:
         open_runtime(args, settings) as runtime,
     ):
         try:
-            server = ChatServer((args.host, args.port), runtime, options, site_dir=args.site)
+            server = ChatServer(
+                (args.host, args.port), runtime, options, site_dir=args.site,
+                permalinks=index_permalinks(settings),  # the pages at the index's links
+            )  # fmt: skip
         except OSError as exc:  # the port is taken, the host is not ours, ...
             raise CommandError(
                 f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"

@@ -2,11 +2,13 @@
 answering one line for the user (or None when all is well).
 
 A missing or incompatible index would otherwise surface as a 503 on every message; a
-site directory that is not one would serve an empty site.
+site directory that is not one would serve an empty site; an index built from another
+site would answer from that site's pages, with source links that lead nowhere.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from steps.lib.runtime.errors import KnowledgeError
@@ -54,6 +56,92 @@ def knowledge_problem(
             f"{index_command(directory, site, settings, region)}"
         )
     return None
+
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_SITE_DIR = ROOT / "examples" / "site"
+SITE_DIR_ENV = "CHATGUARD_SITE_DIR"
+
+
+def site_dir(site: Path | None = None) -> Path:
+    """The site a command serves: `--site`, else CHATGUARD_SITE_DIR, else the sample."""
+    return site or Path(os.environ.get(SITE_DIR_ENV) or DEFAULT_SITE_DIR)
+
+
+def pairing_problem(
+    settings: Settings, site: Path | None, region: str | None = None, *, chosen: bool = True
+) -> tuple[str | None, str | None]:
+    """(refusal, warning) for the index at settings.knowledge_dir and the site: refused
+    when the index was built from another site (or does not say which), a warning when
+    the site's pages changed since the build; each with the `chatguard index` command.
+
+    `chosen` is False when the index is the default one, not one the user named: the
+    fix is then a new index for this site beside it, not an overwrite of the default.
+    A named index beside the default site (no `--site`) most likely wants its own site:
+    the line says so first."""
+    from indexer.policy import IndexPolicy
+    from indexer.provenance import drift, read_record
+
+    knowledge, served = Path(settings.knowledge_dir), site_dir(site)
+    where = _shown(served)
+    rebuild = f"rebuild it with `{index_command(_shown(knowledge), where, settings, region)}`"
+    try:
+        record = read_record(knowledge)
+    except ValueError as exc:
+        return f"the index at {_shown(knowledge)} is unusable ({exc}): {rebuild}", None
+    if record is None:
+        return (
+            f"the index at {_shown(knowledge)} does not record which site it was built "
+            f"from (an older chatguard built it): {rebuild}"
+        ), None
+    if record.permalinks != IndexPolicy.from_context().permalinks:
+        rebuild = rebuild[:-1] + f" --permalinks {record.permalinks}`"
+    found = drift(record, served)
+    if not found.belongs:
+        own = Path("build") / f"{served.resolve().name}-knowledge"
+        if not chosen:
+            fix = (
+                f"build one with `{index_command(own, where, settings, region)}` and add "
+                f"`--knowledge {own}`"
+            )
+        elif site is None:
+            fix = f"add `--site DIR`, the folder {record.root!r} it was built from, or {rebuild}"
+        else:
+            fix = rebuild
+        return (
+            f"the index at {_shown(knowledge)} was built from site {record.root!r} "
+            f"({_pages(found.built_from)}), not from {where} ({_pages(found.shared)} in "
+            f"common): {fix}"
+        ), None
+    if found.stale:
+        return None, (
+            f"warning: {where} changed since the index at {_shown(knowledge)} was built "
+            f"({found.summary()}); answers and source links may be out of date: {rebuild}"
+        )
+    return None, None
+
+
+def index_permalinks(settings: Settings) -> str | None:
+    """The permalink setting the index was built with (its links), None if unrecorded."""
+    from indexer.provenance import read_record
+
+    try:
+        record = read_record(Path(settings.knowledge_dir))
+    except ValueError:
+        return None
+    return record.permalinks if record else None
+
+
+def _pages(n: int) -> str:
+    return f"{n} page" if n == 1 else f"{n} pages"
+
+
+def _shown(path: Path) -> Path:
+    """The path as the user would type it: relative when under the working directory."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
 
 
 def site_problem(site: Path) -> str | None:

@@ -126,9 +126,11 @@ class Dispatcher:
         cross_origin: CrossOrigin | None = None,
         *,
         site_dir: Path | None = None,
+        permalinks: str | None = None,
     ) -> None:
         self.runtime = runtime
         self.site_dir = site_dir  # None: examples/site, or CHATGUARD_SITE_DIR
+        self.permalinks = permalinks  # None: cdk.json's; serve passes the index's own
         self.options = options
         self.rate_rule = RateRule(options.rate_limit, options.rate_window_seconds)
         self.cross_origin: CrossOrigin = cross_origin or ListedOrigins(options.site_origins)
@@ -202,7 +204,7 @@ class Dispatcher:
     def _site(self, path: str) -> Response:
         from . import site
 
-        answer = site.handle_get(path, self.site_dir)
+        answer = site.handle_get(path, self.site_dir, self.permalinks)
         if answer is None:
             return json_response(404, {"error": "not found"})
         status, content_type, payload = answer

@@ -76,9 +76,12 @@ class ChatServer:
         *,
         cross_origin: CrossOrigin | None = None,
         site_dir: Path | None = None,
+        permalinks: str | None = None,
         workers: int = WORKERS,
     ) -> None:
-        self.dispatcher = Dispatcher(runtime, options, cross_origin, site_dir=site_dir)
+        self.dispatcher = Dispatcher(
+            runtime, options, cross_origin, site_dir=site_dir, permalinks=permalinks
+        )
         self.socket = listen(address)
         self.server_address: tuple[str, int] = self.socket.getsockname()[:2]
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="chatguard-exec")

@@ -4,9 +4,10 @@
 
 - the pages of the site directory (``examples/site`` unless ``CHATGUARD_SITE_DIR`` names
   another), read by the indexer's own reader with its exclusions (a page the index leaves
-  out is not served either), rendered to simple HTML with a nav between pages, at the paths
-  the indexer gives them (``posts/waf.md`` -> ``/posts/waf``, ``index.md`` -> ``/``), so the
-  widget's ``page`` grounding can be tried by moving between pages;
+  out is not served either), rendered to simple HTML with a nav between pages, at the links
+  the indexer gives them (``posts/waf.md`` -> ``/posts/waf.html``, or ``/posts/waf`` with
+  pretty permalinks; the home page at ``/`` too), so the widget's ``page`` grounding can
+  be tried by moving between pages;
 - ``/widget/chatguard.js`` and ``/widget/chatguard.css``, the embeddable widget itself.
 
 Page content is the site owner's text, but it is still treated as untrusted: Markdown is
@@ -21,7 +22,7 @@ from __future__ import annotations
 import html
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
@@ -31,11 +32,14 @@ from markdown_it.token import Token
 from indexer.build import collect
 from indexer.pages import PAGE_SUFFIXES, Block, page_path
 from indexer.policy import IndexPolicy
+from steps.lib.grounding.knowledge import normalise_page
+
+from . import preflight
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDGET_DIR = ROOT / "widget"
-DEFAULT_SITE_DIR = ROOT / "examples" / "site"
-SITE_DIR_ENV = "CHATGUARD_SITE_DIR"
+DEFAULT_SITE_DIR = preflight.DEFAULT_SITE_DIR
+SITE_DIR_ENV = preflight.SITE_DIR_ENV
 
 HTML = "text/html; charset=utf-8"
 Response = tuple[int, str, bytes]
@@ -65,49 +69,72 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def handle_get(path: str, directory: Path | None = None) -> Response | None:
+def handle_get(
+    path: str, directory: Path | None = None, permalinks: str | None = None
+) -> Response | None:
     """(status, content type, body) for a GET of `path` on the site in `directory` (default
-    `site_dir()`); None when nothing lives there."""
+    `site_dir()`), its pages at their links by `permalinks` (default: cdk.json's, as the
+    indexer links them); None when nothing lives there.
+
+    A page answers at its link only, as a static host serves it (`/posts/waf.html` with
+    "file" links, `/posts/waf` with "pretty" ones), so a link that would be a 404 on the
+    real host is one here too; `/` is the home page, as a host's index document."""
     path = path.split("?", 1)[0].split("#", 1)[0]
     if path in _ASSETS:
         name, kind = _ASSETS[path]
         return 200, kind, (WIDGET_DIR / name).read_bytes()
     if path == "/_site/site.css":
         return 200, "text/css; charset=utf-8", SITE_CSS.encode()
-    pages = load_site(directory or site_dir())
-    page = pages.get(path) or (_contents(pages) if path == "/" else None)
+    pages = load_site(directory or site_dir(), permalinks)
+    page = pages.get(path) or (_home(pages) if path == "/" else None)
     if page is None:
         return None
     return 200, HTML, render_document(page, pages).encode()
 
 
 def site_dir() -> Path:
-    return Path(os.environ.get(SITE_DIR_ENV) or DEFAULT_SITE_DIR)
+    return preflight.site_dir()
 
 
-def load_site(directory: Path) -> dict[str, Page]:
-    """Every page the indexer would index, by URL path; re-read only when a file changes."""
+def load_site(directory: Path, permalinks: str | None = None) -> dict[str, Page]:
+    """Every page the indexer would index, by its link; re-read only when a file changes."""
     if not directory.is_dir():
         return {}
     files = sorted(directory.rglob("*"))
-    return _load(directory, tuple((str(f), f.stat().st_mtime_ns) for f in files))
+    signature = tuple((str(f), f.stat().st_mtime_ns) for f in files)
+    return _load(directory, permalinks, signature)
 
 
 @lru_cache(maxsize=4)  # one entry per edit of the site: keep only the latest few
-def _load(directory: Path, signature: tuple[tuple[str, int], ...]) -> dict[str, Page]:
+def _load(
+    directory: Path, permalinks: str | None, signature: tuple[tuple[str, int], ...]
+) -> dict[str, Page]:
     del signature  # only part of the cache key
-    parsed, _excluded = collect(directory, IndexPolicy.from_context())
-    pages = [Page(p.path, p.source, p.title, render_blocks(p.blocks, p.source)) for p in parsed]
+    policy = IndexPolicy.from_context()
+    if permalinks:
+        policy = replace(policy, permalinks=permalinks)
+    parsed, _excluded = collect(directory, policy)
+    pages = [
+        Page(p.path, p.source, p.title, render_blocks(p.blocks, p.source, policy.permalinks))
+        for p in parsed
+    ]
     return {page.path: page for page in pages}
 
 
-def render_blocks(blocks: tuple[Block, ...], source: str) -> str:
+def render_blocks(blocks: tuple[Block, ...], source: str, permalinks: str = "file") -> str:
     """Safe HTML of a page as the indexer read it (headings and Markdown text blocks)."""
     text = "\n\n".join(("#" * b.level + " " + b.text) if b.level else b.text for b in blocks)
     tokens = _MD.parse(text)
     _add_heading_ids(tokens)
-    _rewrite_links(tokens, source)
+    _rewrite_links(tokens, source, permalinks)
     return str(_MD.renderer.render(tokens, _MD.options, {}))
+
+
+def _home(pages: dict[str, Page]) -> Page:
+    """The page at `/`: the site's index page, else the list of its pages."""
+    return next((p for p in pages.values() if normalise_page(p.path) == "/"), None) or _contents(
+        pages
+    )
 
 
 def _contents(pages: dict[str, Page]) -> Page:
@@ -122,9 +149,9 @@ def _contents(pages: dict[str, Page]) -> Page:
 
 def render_document(page: Page, pages: dict[str, Page]) -> str:
     e = html.escape
-    home = pages.get("/")
+    home = next((p for p in pages.values() if normalise_page(p.path) == "/"), None)
     site_title = home.title if home else "Sample site"
-    title = site_title if page.path == "/" else f"{page.title} · {site_title}"
+    title = site_title if normalise_page(page.path) == "/" else f"{page.title} · {site_title}"
     return _TEMPLATE.format(
         csp=e(_CSP),
         title=e(title),
@@ -138,8 +165,8 @@ def _nav(page: Page, pages: dict[str, Page]) -> str:
     """Top-level pages as a list; each folder (posts/, guides/) as a group that opens when
     the current page is in it, so a site of many pages keeps a short nav."""
     groups: dict[str, list[Page]] = {}
-    for p in sorted(pages.values(), key=lambda p: (p.path != "/", p.path)):
-        parts = p.path.strip("/").split("/")
+    for p in sorted(pages.values(), key=lambda p: (normalise_page(p.path) != "/", p.path)):
+        parts = normalise_page(p.path).strip("/").split("/")
         groups.setdefault(parts[0] if len(parts) > 1 else "", []).append(p)
     html_parts = []
     for folder in sorted(groups):
@@ -178,7 +205,7 @@ def _add_heading_ids(tokens: list[Token]) -> None:
         token.attrSet("id", anchor)
 
 
-def _rewrite_links(tokens: list[Token], relative: str) -> None:
+def _rewrite_links(tokens: list[Token], relative: str, permalinks: str) -> None:
     """Point links to sibling Markdown files (``waf.md#rules``) at their page URLs."""
     folder = PurePosixPath(relative).parent
     for token in tokens:
@@ -192,7 +219,7 @@ def _rewrite_links(tokens: list[Token], relative: str) -> None:
             ):
                 continue
             resolved = target if target.startswith("/") else os.path.normpath(folder / target)
-            url = page_path(resolved.lstrip("/"))
+            url = page_path(resolved.lstrip("/"), permalinks)
             child.attrSet("href", url + (f"#{fragment}" if fragment else ""))
 
 

@@ -25,11 +25,11 @@ from infra.blocks.pipeline_step import PipelineStep
 from infra.blocks.secrets import GeneratedSecrets
 from infra.blocks.site_distribution import SiteDistribution
 from infra.blocks.workflow import ChatWorkflow
-from infra.bundling import GATE_ASSET, RETRIEVAL_ASSET, index_embedder, step_code
+from infra.bundling import GATE_ASSET, RETRIEVAL_ASSET, index_embedder, index_site, step_code
 from infra.config import RETENTION_DAYS, DeployConfig
 from infra.step_wiring import STEP_SETTINGS
 from steps.lib.money.ledger_items import shard_pks
-from steps.lib.runtime.settings import PROJECT_ROOT, Settings
+from steps.lib.runtime.settings import PROJECT_ROOT, Settings, cdk_context
 from steps.lib.runtime.stages import STAGES, Stage
 
 WIDGET_DIR = PROJECT_ROOT / "widget"
@@ -191,7 +191,9 @@ class ChatStack(Stack):
 
     def _check_index(self, runtime: Settings, stand_in_allowed: bool) -> None:
         """Stop synthesis when the bundled index was embedded by another model than Retrieve
-        uses (every message would fail closed); a stand-in allowed on purpose is a warning."""
+        uses (every message would fail closed), or is stale: built from another site than
+        the one deployed, or before its pages last changed. A stand-in allowed on purpose is
+        a warning."""
         warning = index_check.check(
             index_embedder(),
             wanted=index_check.wanted_embedder(
@@ -202,6 +204,16 @@ class ChatStack(Stack):
         )
         if warning:
             Annotations.of(self).add_warning_v2("chatguard:index-embedder", warning)
+        shown = str(
+            self.node.try_get_context(index_check.SITE_DIR_CONTEXT)
+            or cdk_context().get("chatguard/index", {}).get("site_dir")
+            or "examples/site"
+        )
+        stale = index_check.check_site(
+            index_site(), PROJECT_ROOT / shown, shown=shown, stand_in_allowed=stand_in_allowed
+        )
+        if stale:
+            Annotations.of(self).add_warning_v2("chatguard:index-site", stale)
 
     def _outputs(self) -> None:
         CfnOutput(self, "SiteUrl", value=f"https://{self.site.distribution.domain_name}")

@@ -21,6 +21,7 @@ import tempfile
 import time
 import zlib
 from collections.abc import Callable
+from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,9 @@ START, END = report.markers("retrieval")
 DIMS = 1024
 EMBEDDER = HashingEmbedder(DIMS)
 Timing = tuple[float, float]  # (CPU ms, wall ms), medians
+# Pretty links: pages are named as the questions files name them (ranking reads a page's
+# identity, never the form of its link).
+POLICY = replace(IndexPolicy.from_context(), permalinks="pretty")
 PRIOR = 0.15  # the previous turn's cited page, as much as the current page's prior
 ANSWER_WEIGHT = EARLIER_TURN_WEIGHT  # the previous answer's terms, as much as its question
 CARRY = 0.3  # the previous turn's scores, carried into this one (measured, not chosen)
@@ -185,7 +189,7 @@ def stemmed_report(site: Path, questions: Path, out: Path) -> dict[str, Any] | N
     if importlib.util.find_spec("snowballstemmer") is None:
         return None
     with mock.patch.object(tokens, "fold", snowball_fold):
-        build(site, out, IndexPolicy.from_context(), EMBEDDER)
+        build(site, out, POLICY, EMBEDDER)
         kb = load_knowledge.__wrapped__(out)
         qs = quality.load_set(questions)
         table = {k: v for k, v in quality.rankings().items() if k.startswith(("hybrid", "BM25"))}
@@ -547,7 +551,7 @@ def static_comparison(work: Path, sets: dict[str, tuple[Path, Path, dict[str, An
     if package is None:
         return "**Static embedder**: not measured (wordllama is not installed)."
     embedder = static_embedding.StaticEmbedder(package)
-    policy = IndexPolicy.from_context()
+    policy = POLICY
     found, build_ms, texts = {}, {}, []
     for where, (site, questions, _) in sets.items():
         hashed, static = work / f"built-hashing-{site.name}", work / f"built-static-{site.name}"
@@ -598,11 +602,11 @@ def write_section(body: str) -> None:
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        build(SITE, work / "sample", IndexPolicy.from_context(), EMBEDDER)
+        build(SITE, work / "sample", POLICY, EMBEDDER)
         sample = load_knowledge(work / "sample")
         own = quality_report(sample, quality.load_set(QUESTIONS))
         npm_corpus = corpora.npm_docs(work / "npm-docs")
-        build(npm_corpus.site, work / "npm", IndexPolicy.from_context(), EMBEDDER)
+        build(npm_corpus.site, work / "npm", POLICY, EMBEDDER)
         npm = quality_report(load_knowledge(work / "npm"), quality.load_set(NPM_QUESTIONS))
         for result, site, questions in (
             (own, SITE, QUESTIONS),

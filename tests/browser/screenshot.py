@@ -26,7 +26,7 @@ def main() -> None:
     with ServerProcess(("--rate-limit", "1000")) as server, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
         page = browser.new_page(viewport={"width": 1100, "height": 800})
-        page.goto(server.url + "/posts/waf-rate-limiting")
+        page.goto(server.url + "/posts/waf-rate-limiting.html")
         widget = Widget(page).open()
         widget.ask(QUESTION)
         widget.input.blur()

@@ -36,7 +36,7 @@ def test_the_widget_passes_axe_with_a_conversation_open(
         color_scheme=scheme, extra_http_headers={"CloudFront-Viewer-Address": visitor_address()}
     )
     page = context.new_page()
-    page.goto(chat_server + "/posts/waf-rate-limiting")
+    page.goto(chat_server + "/posts/waf-rate-limiting.html")
     widget = Widget(page)
     closed = Axe().run(page, options=RULES)
     widget.open()

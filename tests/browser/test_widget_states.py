@@ -113,11 +113,15 @@ def test_history_sent_back_is_bounded_and_carries_each_signature(
         fulfil(200, {"reply": f"answer {n}", "sources": [], "sig": f"sig-{n}"})(route)
 
     page.route("**/chat", answer)
-    page.goto(chat_server + "/posts/waf-rate-limiting")
+    page.goto(chat_server + "/posts/waf-rate-limiting.html")
     widget = Widget(page).open()
     bodies = [widget.ask_and_capture(f"question {i}")[1] for i in range(1, 6)]
 
-    assert bodies[0] == {"message": "question 1", "history": [], "page": "/posts/waf-rate-limiting"}
+    assert bodies[0] == {
+        "message": "question 1",
+        "history": [],
+        "page": "/posts/waf-rate-limiting.html",
+    }
     last = bodies[-1]["history"]
     assert len(last) == 6, "history is the last three exchanges, six turns"
     assert last[0] == {"role": "user", "content": "question 2"}

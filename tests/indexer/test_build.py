@@ -26,18 +26,60 @@ def test_the_sample_site_builds_with_its_resume_and_drafts_excluded(tmp_path: Pa
     kb = load_knowledge(out, embedder="hashing-v2")
     pages = {c.page for c in kb.chunks}
     assert len(pages) >= 15
-    assert "/resume" not in pages and not any(p.startswith("/drafts") for p in pages)
-    assert {"/", "/guides/home-router", "/about", "/now"} <= pages
+    assert "/resume.html" not in pages and not any(p.startswith("/drafts") for p in pages)
+    assert {"/index.html", "/guides/home-router.html", "/about.html", "/now.html"} <= pages
 
 
 def test_the_sample_site_holds_no_forbidden_term_where_indexed() -> None:
     policy = IndexPolicy.from_context()
     assert policy.forbidden_terms, "cdk.json must list forbidden terms"
     _, excluded = plan(SAMPLE_SITE, policy)
-    assert "resume.md" in excluded
-    # ...and the exclusion is what keeps it out: without it the build would be refused.
-    with pytest.raises(ForbiddenContent, match=r"resume\.md"):
+    assert {"resume.md", "drafts/prompt-injection.md"} <= set(excluded)
+    # ...and the exclusion is what keeps its private pages out: without it the build is
+    # refused, on the draft's codename and on the résumé's.
+    with pytest.raises(ForbiddenContent) as refused:
         plan(SAMPLE_SITE, IndexPolicy((), policy.forbidden_terms))
+    hits = {(v.source, v.term) for v in refused.value.violations}
+    assert hits == {
+        ("drafts/prompt-injection.md", "project skerry"),
+        ("resume.md", "project brisling"),
+    }
+
+
+def test_the_shipped_terms_are_the_sample_sites_codenames_not_generic_words(
+    make_site: Callable[[dict[str, str]], Path],
+) -> None:
+    """A site of ordinary security writing builds with the shipped list: each term names
+    something private to the sample site, found only on its excluded pages."""
+    terms = IndexPolicy.from_context().forbidden_terms
+    private = " ".join(
+        (SAMPLE_SITE / name).read_text(encoding="utf-8").lower()
+        for name in ("resume.md", "drafts/prompt-injection.md")
+    )
+    assert all(term in private for term in terms)
+    site = make_site(
+        {
+            "classification.md": "# Data classes\n\nMark reports Confidential or Internal "
+            "Only; the confidentiality of salary data and a customer's home address matters.",
+            "posts/waf.md": PROSE,
+        }
+    )
+    source_chunks, _ = plan(site, IndexPolicy((), terms))
+    assert {source for source, _ in source_chunks} == {"classification.md", "posts/waf.md"}
+
+
+def test_the_refusal_names_each_term_and_page_and_both_ways_on(
+    make_site: Callable[[dict[str, str]], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = make_site(
+        {"a.md": f"# A\n{PROSE} Project Skerry.", "b/c.md": f"# C\n{PROSE} project  brisling"}
+    )
+    assert cli.main([str(site), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    for page, term in (("a.md", "project skerry"), ("b/c.md", "project brisling")):
+        assert f"{page}: heading" in err and repr(term) in err
+    assert "edit those pages" in err
+    assert "--forbidden TERM" in err and '"forbidden_terms"' in err and "cdk.json" in err
 
 
 def test_the_policy_comes_from_cdk_json_context() -> None:
@@ -71,13 +113,13 @@ def test_a_forbidden_term_fails_the_build_names_it_and_writes_nothing(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     site = make_site(
-        {"ok.md": PROSE, "posts/leak.md": f"# Plans\n## Roadmap\n{PROSE} This is CONFIDENTIAL.\n"}
+        {"ok.md": PROSE, "posts/leak.md": f"# Plans\n## Roadmap\n{PROSE} This is PROJECT SKERRY.\n"}
     )
     out = tmp_path / "out"
     code = cli.main([str(site), "--out", str(out)])
     err = capsys.readouterr().err
     assert code == 1
-    assert "posts/leak.md" in err and "Plans > Roadmap" in err and "'confidential'" in err
+    assert "posts/leak.md" in err and "Plans > Roadmap" in err and "'project skerry'" in err
     assert not out.exists()
 
 
@@ -88,7 +130,7 @@ def test_a_refused_build_keeps_the_previous_artifact_byte_for_byte(
     out = tmp_path / "out"
     assert cli.main([str(site), "--out", str(out)]) == 0
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    (site / "new.md").write_text(f"{PROSE}\nMy home\naddress is below.", encoding="utf-8")
+    (site / "new.md").write_text(f"{PROSE}\nProject\nBrisling is below.", encoding="utf-8")
     assert cli.main([str(site), "--out", str(out)]) == 1
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 

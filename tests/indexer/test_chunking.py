@@ -9,7 +9,7 @@ PROSE = "Rate limits stop one address from hammering an endpoint. " * 6
 
 def test_a_page_without_headings_is_one_chunk_under_its_title() -> None:
     chunks = chunk_page(parse_page("now.md", PROSE))
-    assert [(c.id, c.page, c.heading) for c in chunks] == [("/now#now", "/now", "Now")]
+    assert [(c.id, c.page, c.heading) for c in chunks] == [("/now.html#now", "/now.html", "Now")]
     assert chunks[0].text == PROSE.strip()
 
 

@@ -3,20 +3,26 @@ from __future__ import annotations
 import pytest
 
 from indexer.pages import Block, page_path, parse_html, parse_markdown, parse_page
+from steps.lib.grounding.knowledge import normalise_page
 
 
 @pytest.mark.parametrize(
-    ("relative", "expected"),
+    ("relative", "file", "pretty"),
     [
-        ("posts/waf.md", "/posts/waf"),
-        ("index.md", "/"),
-        ("guides/index.html", "/guides"),
-        ("about.markdown", "/about"),
-        ("guides/home-router.htm", "/guides/home-router"),
+        ("posts/waf.md", "/posts/waf.html", "/posts/waf"),
+        ("hours.html", "/hours.html", "/hours"),
+        ("index.md", "/index.html", "/"),
+        ("guides/index.html", "/guides/index.html", "/guides"),
+        ("about.markdown", "/about.html", "/about"),
+        ("guides/home-router.htm", "/guides/home-router.htm", "/guides/home-router"),
     ],
 )
-def test_page_path_comes_from_the_file_path(relative: str, expected: str) -> None:
-    assert page_path(relative) == expected
+def test_page_path_is_the_link_the_host_serves(relative: str, file: str, pretty: str) -> None:
+    """ "file" (the default) names the object a static host holds (S3, CloudFront); both
+    forms name one page for retrieval."""
+    assert page_path(relative) == file == page_path(relative, "file")
+    assert page_path(relative, "pretty") == pretty
+    assert normalise_page(file) == normalise_page(pretty) == pretty
 
 
 def test_front_matter_title_is_the_page_title_and_not_body_text() -> None:

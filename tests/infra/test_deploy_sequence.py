@@ -157,3 +157,21 @@ def test_the_readme_sequence_deploys_the_index_the_operator_built(project: Path)
         meta = json.loads(path.read_text(encoding="utf-8"))
         assert meta["embedder"] == {"id": titan.id, "dimensions": titan.dimensions}
     assert "chatguard index examples/site" not in result.stdout  # make never rebuilt it
+
+
+def test_a_page_edited_after_the_index_was_built_stops_the_deploy(project: Path) -> None:
+    settings = cdk_context()["chatguard"]
+    titan = TitanStandIn(settings["embedding_model_id"], settings["embedding_dimensions"])
+    _build(project, titan)  # README step 2, then the operator edits a page and deploys
+    page = project / "examples" / "site" / "posts" / "waf-rate-limiting.md"
+    page.write_text(page.read_text(encoding="utf-8") + "\nA new paragraph.\n", "utf-8")
+    _set_chat_region(project, "eu-west-1")
+    result, calls = _make_deploy(project)
+    assert result.returncode != 0
+    refusals = [line for line in result.stderr.splitlines() if "synthesis refused" in line]
+    assert len(refusals) == 1, result.stderr
+    assert "examples/site changed since build/knowledge was built" in refusals[0]
+    assert "1 changed (posts/waf-rate-limiting.md)" in refusals[0]
+    assert "`chatguard index examples/site --out build/knowledge --embedder titan`" in refusals[0]
+    assert "Traceback" not in result.stderr
+    assert calls == ["synth --quiet --no-notices"], calls  # never reached deploy

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 
-from infra.index_check import REBUILD, BuiltIndex, IndexMismatch, check, wanted_embedder
+from indexer.policy import IndexPolicy
+from indexer.provenance import SiteRecord, record_site
+from infra.index_check import (
+    REBUILD,
+    BuiltIndex,
+    IndexMismatch,
+    check,
+    check_site,
+    wanted_embedder,
+)
 
 TITAN = "amazon.titan-embed-text-v2:0"
 WANTED = wanted_embedder("bedrock", TITAN, 1024)
@@ -47,3 +59,52 @@ def test_the_offline_backend_embeds_with_whatever_built_the_index() -> None:
         check(BuiltIndex("hashing-v1", 1024), wanted=None, dimensions=1024, stand_in_allowed=False)
         is None
     )
+
+
+@pytest.fixture
+def site_and_record(tmp_path: Path) -> tuple[Path, SiteRecord]:
+    site = tmp_path / "www"
+    (site / "posts").mkdir(parents=True)
+    for name in ("index.md", "posts/a.md", "posts/b.md"):
+        (site / name).write_text(f"# {name}\n\nText of {name}.\n", encoding="utf-8")
+    return site, record_site(site, IndexPolicy((), ()))
+
+
+def test_an_index_of_the_site_as_it_is_passes(site_and_record: tuple[Path, SiteRecord]) -> None:
+    site, record = site_and_record
+    assert check_site(record, site, shown="www", stand_in_allowed=False) is None
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (lambda site: (site / "posts/a.md").write_text("# edited\n"), "1 changed (posts/a.md)"),
+        (lambda site: (site / "new.md").write_text("# new\n"), "1 added (new.md)"),
+        (lambda site: (site / "posts/b.md").unlink(), "1 removed (posts/b.md)"),
+    ],
+)
+def test_a_stale_index_is_refused_naming_the_page_and_the_command(
+    site_and_record: tuple[Path, SiteRecord], change: Callable[[Path], object], said: str
+) -> None:
+    site, record = site_and_record
+    change(site)
+    with pytest.raises(IndexMismatch) as refused:
+        check_site(record, site, shown="www", stand_in_allowed=False)
+    message = str(refused.value)
+    assert "\n" not in message and "www changed since build/knowledge was built" in message
+    assert said in message and REBUILD.replace("SITE_DIR", "www") in message
+    warning = check_site(record, site, shown="www", stand_in_allowed=True)
+    assert warning and said in warning and "not deployable" in warning
+
+
+def test_an_index_of_another_site_or_of_none_is_refused(
+    site_and_record: tuple[Path, SiteRecord], tmp_path: Path
+) -> None:
+    site, record = site_and_record
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "about.md").write_text("# About\n", encoding="utf-8")
+    with pytest.raises(IndexMismatch, match=r"built from site 'www', not from other"):
+        check_site(record, other, shown="other", stand_in_allowed=False)
+    with pytest.raises(IndexMismatch, match=r"does not record which site"):
+        check_site(None, site, shown="www", stand_in_allowed=False)

@@ -123,16 +123,17 @@ def test_chat_answers_from_your_own_site(
     out = tmp_path / "knowledge"
     assert main(["index", str(own_site), "--out", str(out)]) == 0
     assert str(out) in capsys.readouterr().out  # the whole --out, not its last folder
-    code = main(["chat", "When does the bakery open?", "--knowledge", str(out), "--json"])
+    argv = ["chat", "When does the bakery open?", "--knowledge", str(out), "--json"]
+    code = main([*argv, "--site", str(own_site)])
     printed = json.loads(capsys.readouterr().out)
     assert code == 0 and printed["status"] == 200
     assert "seven" in printed["body"]["reply"]
-    assert printed["body"]["sources"][0]["page"] == "/notes/hours"
+    assert printed["body"]["sources"][0]["page"] == "/notes/hours.html"
 
 
 def test_serve_shows_your_own_site(own_site: Path) -> None:
     dispatcher = Dispatcher(object(), EdgeOptions(), site_dir=own_site)
-    request = Request("GET", "/notes/hours", {}, b"", ("127.0.0.1", 5000))
+    request = Request("GET", "/notes/hours.html", {}, b"", ("127.0.0.1", 5000))
     answer = dispatcher(request)
     assert answer.status == 200 and b"opens at seven" in answer.body
     default = Dispatcher(object(), EdgeOptions())

@@ -15,7 +15,9 @@ def test_degraded_answers_with_the_closest_section_verbatim(aws):
     assert body["reply"].startswith("Reduced service: here is the closest section of this site.")
     assert "60, 120, 300 or 600 seconds" in body["reply"]
     assert body["sources"][0]["heading"] not in body["reply"]  # the trail is the link, once
-    assert body["sources"] == [{"page": "/posts/waf", "heading": body["sources"][0]["heading"]}]
+    assert body["sources"] == [
+        {"page": "/posts/waf.html", "heading": body["sources"][0]["heading"]}
+    ]
 
 
 def test_degraded_never_embeds_or_calls_the_model(aws, responder, monkeypatch):

@@ -13,7 +13,7 @@ def test_retrieve_grounds_on_the_page_and_top_matches(aws):
     out = retrieve.handler(load_event("retrieve"), None)
     assert out["embeddingTokens"] > 0
     assert out["grounding"], "expected grounding chunks"
-    assert "/posts/waf" in {g["page"] for g in out["grounding"]}
+    assert "/posts/waf.html" in {g["page"] for g in out["grounding"]}
     assert {"page", "heading", "text"} == set(out["grounding"][0])
     assert len(out["sources"]) == len({(s["page"], s["heading"]) for s in out["sources"]})
     assert 0 < len(out["sources"]) <= retrieve.TOP_MATCHES
@@ -26,8 +26,8 @@ def test_retrieve_cites_the_top_matches_not_every_section_of_the_current_page(aw
     event["request"] = {"message": "How does a reservation hold the worst-case cost?",
                         "page": "/posts/waf"}  # fmt: skip
     out = retrieve.handler(event, None)
-    assert "/posts/waf" in {g["page"] for g in out["grounding"]}
-    assert out["sources"][0] == {"page": "/posts/budgets", "heading": "Budgets and ceilings"}
+    assert "/posts/waf.html" in {g["page"] for g in out["grounding"]}
+    assert out["sources"][0] == {"page": "/posts/budgets.html", "heading": "Budgets and ceilings"}
     # The best match leads the reference, so an answer quotes what it cites first.
     first = out["grounding"][0]
     assert {"page": first["page"], "heading": first["heading"]} == out["sources"][0]

@@ -10,7 +10,10 @@ Three files in one directory, written by `chatguard index` (indexer/artifact.py)
   text; the page paths) as one UTF-8 blob per kind with an int32 array of end offsets;
 - ``knowledge.json``: a small header: schema version, embedder id and dimensions, the
   chunk count, the terms version, where each array lies in index.bin, the CRC-32 of
-  both binary files, and as its last key a CRC-32 of everything before it.
+  both binary files, what the index was built from (``site``: the site folder's name and
+  a digest of each page file, indexer/provenance.py; the commands that pair an index with
+  a site read it, this runtime does not), and as its last key a CRC-32 of everything
+  before it.
 
 Loading is two reads, two CRCs and a zero-copy view per array: no JSON over the chunks,
 no dictionary of the vocabulary (a lookup is a binary search over the sorted blob), and
@@ -200,7 +203,9 @@ class ChunkTable(Sequence[Chunk]):
 
 class PageIndex(Mapping[str, tuple[int, ...]]):
     """page path -> its chunk indexes (document order), worked out on first use: only a
-    request from a page the index knows needs it."""
+    request from a page the index knows needs it. Keyed by `normalise_page` of each
+    chunk's page (its link, `/posts/waf.html` or `/posts/waf` by the permalink setting),
+    the form a visitor's `page` is looked up in."""
 
     __slots__ = ("_names", "_page_of", "_table")
 
@@ -214,7 +219,8 @@ class PageIndex(Mapping[str, tuple[int, ...]]):
             for index, number in enumerate(self._page_of.tolist()):
                 grouped[number].append(index)
             self._table = {
-                name: tuple(group) for name, group in zip(self._names, grouped, strict=True)
+                normalise_page(name): tuple(group)
+                for name, group in zip(self._names, grouped, strict=True)
             }
         return self._table
 
