@@ -15,10 +15,11 @@ Sources, and what could not be confirmed from them:
   $1.25 cache write, $0.10 cache read; Sonnet 4.5, Sonnet 4 and 3.7 Sonnet $3 / $15 /
   $3.75 / $0.30; 3.5 Haiku $0.80 / $4 / $1 / $0.08. For the 4.5 models Bedrock's list
   price is the ``global.`` profile's; a geographic (``us.``, ``eu.``, ``apac.``, ``jp.``,
-  ``au.``) or in-Region (bare id) call costs 10 % more. The pricing page itself could not
-  be read from where this table was written: the 10 % figure comes from reports that
-  quote it, and the older models' profile prices (no premium) are unconfirmed; when in
-  doubt a row here errs upward, never down.
+  ``au.``) or in-Region (bare id) call costs 10 % more. Unconfirmed: the pricing page
+  itself could not be read where this table was written, so the 10 % figure comes from
+  reports that quote it, and the older models' rows (Sonnet 4, 3.7 Sonnet, 3.5 Haiku: one
+  price for every profile, no premium; Sonnet 4's ``global.`` profile) are the list
+  prices, not checked per profile. Check a row against the page before relying on it.
 - CountTokens on ``bedrock-runtime``: Amazon Bedrock user guide, "Monitor your token usage
   by counting tokens before running inference"
   (https://docs.aws.amazon.com/bedrock/latest/userguide/count-tokens.html). Its supported
@@ -30,11 +31,13 @@ Sources, and what could not be confirmed from them:
   reserves a little more. The guide's alternative, Anthropic's ``count_tokens`` on the
   ``bedrock-mantle`` endpoint, is not used: it cannot be tested offline, and it is
   unverified here.
-- Largest output: the Bedrock model cards (Haiku 4.5, Sonnet 4.5, Sonnet 4: 64,000 tokens)
-  and Anthropic's models overview (3.7 Sonnet: 64,000; 3.5 Haiku: 8,192).
+- Largest output: Haiku 4.5's Bedrock model card (64K tokens); for the others, Anthropic's
+  models overview (Sonnet 4.5, Sonnet 4, 3.7 Sonnet: 64,000; 3.5 Haiku: 8,192), not
+  re-read for this table (unconfirmed). It only refuses a ``max_output_tokens`` the model
+  would reject; the reserve uses ``max_output_tokens`` itself.
 
-A row that is wrong on the account is caught after deployment: the post-deploy check
-(``chatguard doctor``) asks CountTokens for the configured model.
+A CountTokens claim is checked on the account after deployment: ``counts_tokens`` is the
+question a post-deploy self-test asks of the configured model.
 """
 
 from __future__ import annotations

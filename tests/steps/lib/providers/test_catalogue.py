@@ -84,6 +84,20 @@ def test_s5_does_not_ask_counttokens_for_the_default_model_and_reports_no_failur
     assert (fitted.metering, fitted.count_calls, fitted.count_failed) == ("bytes", 0, False)
 
 
+def test_s5_counts_a_model_the_catalogue_lists_on_its_bare_id():
+    calls: list[dict[str, Any]] = []
+
+    class Counting(_NeverCalled):
+        def count_tokens(self, **request: Any) -> Any:
+            calls.append(request)
+            return {"inputTokens": 42}
+
+    sonnet = AWS.replace(model_id=f"us.{SONNET_4}")
+    messages = [{"role": "user", "content": [{"text": QUESTION}]}]
+    assert BedrockResponder(sonnet, Counting()).count_tokens("system", messages) == 42
+    assert [c["modelId"] for c in calls] == [SONNET_4]  # CountTokens refuses profile ids
+
+
 # -- Finding 2: the prices follow the model id, prefix included -------------------------
 
 
