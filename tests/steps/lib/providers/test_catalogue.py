@@ -18,6 +18,7 @@ from steps.lib.money import metering, pricing
 from steps.lib.money.byte_bound import prompt_bound
 from steps.lib.providers import catalogue, model_ids
 from steps.lib.providers.bedrock import BedrockResponder
+from steps.lib.providers.interface import CountUnavailable
 from steps.lib.runtime.errors import SettingsError
 from steps.lib.runtime.settings import Settings, cdk_context
 from steps.lib.text import prompt
@@ -56,6 +57,32 @@ def test_the_default_model_in_a_count_tokens_region_is_metered_by_bytes():
     exact = pricing.reserve_for(AWS, QUESTION, [], bare_system=BARE, metering="count_tokens")
     assert sized == by_bytes
     assert sized.input_tokens > exact.input_tokens  # room for the grounding by its bytes
+
+
+def test_the_default_models_reserve_keeps_its_grounding_when_counttokens_cannot_answer():
+    # Finding 1 end to end in the money code: S3 sizes the reserve as metering_for says,
+    # S5 meets a CountTokens that refuses Haiku 4.5 (ValidationException on AWS) and fits
+    # by the byte bound. Sized for exact counts (main's choice here) it kept 1 chunk of 10.
+    chunks = [
+        {
+            "page": f"/p{i}",
+            "heading": "h",
+            "text": "The rate rule counts requests per address over a window. " * 10,
+        }
+        for i in range(10)
+    ]
+
+    def refused(system: str, messages: list[dict[str, Any]]) -> int:
+        raise CountUnavailable("CountTokens failed: ValidationException")
+
+    def kept(metering_name: str) -> int:
+        reserve = pricing.reserve_for(AWS, QUESTION, [], bare_system=BARE, metering=metering_name)
+        allowance = pricing.input_allowance(AWS, reserve.micros, guarded_text=QUESTION)
+        candidates = prompt.candidates(AWS, QUESTION, [], chunks, ("k" * 16,))
+        return metering.fit(candidates, allowance, refused).prompt.grounding_chunks
+
+    assert kept("count_tokens") <= 1  # the gutted answer main produced
+    assert kept(model_ids.metering_for(AWS, COUNT_REGION)) >= 8
 
 
 def test_a_model_the_guide_lists_counts_exactly_where_the_region_offers_it():
