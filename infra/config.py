@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from steps.lib.request.cors import OriginError, check_origins
+from steps.lib.runtime.errors import SettingsError
 from steps.lib.runtime.settings import Settings, cdk_context
 from steps.lib.runtime.stages import BY_STATE, STAGES
 
@@ -99,7 +100,10 @@ class DeployConfig:
 def load(context: Mapping[str, Any] | None = None) -> DeployConfig:
     """Parse the three blocks; ``context`` defaults to cdk.json (plain ``python infra/app.py``)."""
     ctx = dict(cdk_context()) if context is None else dict(context)
-    settings = Settings.from_mapping(_block(ctx, "chatguard"))
+    try:  # e.g. a model the catalogue does not know, without its prices: one line, no trace
+        settings = Settings.from_mapping(_block(ctx, "chatguard"))
+    except SettingsError as exc:
+        raise ConfigError(f"cdk.json chatguard: {exc}") from None
     edge = _edge(_block(ctx, "chatguard/edge"), settings)
     ops = _ops(_block(ctx, "chatguard/ops"))
     return DeployConfig(settings=settings, edge=edge, ops=ops)

@@ -11,6 +11,8 @@ from __future__ import annotations
 SECRET_CACHE = ("secret_cache_seconds",)
 BEDROCK_TIMEOUTS = ("bedrock_connect_timeout_seconds", "bedrock_read_timeout_seconds")
 PRICING = (
+    "model_id",  # the model's prices come from the catalogue (providers/catalogue.py) ...
+    "model_metering",  # ... unless cdk.json gives them (and the metering) explicitly
     "price_input_per_mtok",
     "price_output_per_mtok",
     "price_cache_write_per_mtok",
@@ -43,7 +45,7 @@ STEP_SETTINGS: dict[str, tuple[str, ...]] = {
         "visitor_cost_share",
         "ceiling_shards",
         *PRICING,
-        "model_backend",  # with the Region: exact metering (CountTokens) or the byte bound
+        "model_backend",  # with the model and Region: exact metering or the byte bound
         "history_max_turns",  # read by the prompt module whose fixed text every reserve holds
     ),
     "Retrieve": (
@@ -56,7 +58,6 @@ STEP_SETTINGS: dict[str, tuple[str, ...]] = {
     ),
     "Invoke": (
         "model_backend",
-        "model_id",
         "guardrail_version",
         "signing_key_param",
         "secret_grace_seconds",

@@ -43,8 +43,8 @@ class FirstCall:
     def cost_usd(self, s: Settings) -> Decimal:
         million = Decimal(1_000_000)
         return (
-            self.input_tokens * s.price_input_per_mtok
-            + self.output_tokens * s.price_output_per_mtok
+            self.input_tokens * s.model_terms.input_per_mtok
+            + self.output_tokens * s.model_terms.output_per_mtok
         ) / million
 
 

@@ -18,6 +18,14 @@ DERIVED = {  # Settings properties -> the fields they are computed from
     "daily_ceiling_micros": {"daily_ceiling_usd"},
     "monthly_ceiling_micros": {"monthly_ceiling_usd"},
     "visitor_ceiling_micros": {"daily_ceiling_usd", "visitor_cost_share"},
+    "model_terms": {  # the catalogue's terms for model_id, or cdk.json's explicit ones
+        "model_id",
+        "model_metering",
+        "price_input_per_mtok",
+        "price_output_per_mtok",
+        "price_cache_write_per_mtok",
+        "price_cache_read_per_mtok",
+    },
 }
 # The scan follows imports, so it over-approximates; these reads are on paths the step
 # never takes, or have a default that is right on Lambda.
@@ -76,7 +84,8 @@ def modules_of(entry: Path) -> set[Path]:
 def settings_read(entry: Path) -> set[str]:
     reads: set[str] = set()
     for path in modules_of(entry):
-        if path.name == "settings.py":
+        # settings.py defines the fields; catalogue.py reads a ModelTerms, never a Settings.
+        if path.name in ("settings.py", "catalogue.py"):
             continue
         for name in READ.findall(path.read_text(encoding="utf-8")):
             reads |= {name} & FIELDS | DERIVED.get(name, set())

@@ -189,3 +189,23 @@ def test_every_written_item_carries_its_own_expiry(runtime: LocalRuntime) -> Non
     runtime.send(QUESTION, ip=VISITOR)
     items = items_by_key(runtime)
     assert items and all("expiresAt" in item for item in items.values())
+
+
+def test_a_message_or_turn_without_a_letter_or_digit_is_refused_before_any_write(
+    runtime: LocalRuntime,
+) -> None:
+    # On main "   " and "?!?!" were answered 200 offline (an arbitrary section quoted); on
+    # AWS Converse refuses a blank text block after the reservation: 8,721 µ$ kept, a 503.
+    for body in (
+        {"message": "   "},
+        {"message": "?!?!"},
+        {"message": "\U0001f600\U0001f44d"},
+        {"message": "ok", "history": [{"role": "user", "content": " \n "}]},
+    ):
+        outcome = runtime.send(body, ip=VISITOR)
+        assert outcome.status == 400, body
+        assert "at least one letter or digit" in outcome.body["error"]
+        assert _states(outcome) == ["OriginVerify", "OriginRefused"]  # before S2 and S3
+    assert runtime.ledger_items() == [] and runtime.model_calls == 0
+    for message in ("ok", "日本", "42"):
+        assert runtime.send({"message": message}, ip=VISITOR).status == 200, message

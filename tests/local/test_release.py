@@ -136,7 +136,7 @@ def test_the_query_sent_to_titan_is_cut_to_its_byte_bound(
             return self.inner.embed_query(text)
 
     monkeypatch.setattr(models, "query_embedder", Recording)
-    history = [{"role": "user", "content": "\U0001f600" * 2000}]
+    history = [{"role": "user", "content": "a" + "\U0001f600" * 1999}]
     outcome = runtime.send({"message": "\u6f22" * 1300, "history": history}, ip=VISITOR)
     assert outcome.status == 200
     assert text_bound(seen[0]) <= pricing.TITAN_QUERY_MAX_BYTES < 16_000

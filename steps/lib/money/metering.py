@@ -6,9 +6,11 @@ within the allowance, where the measure is
 
 - its byte bound (``byte_bound.prompt_bound``) when that already fits: an upper bound of
   any tokenizer's count, so no call is needed; else
-- Bedrock's CountTokens for the exact request (free; assumption A1 in pricing.py), at most
+- Bedrock's CountTokens for the exact request (free; assumption A1 in pricing.py), when the
+  model catalogue says it answers for this model and the Region offers it, at most
   ``MAX_COUNT_CALLS`` times per message and none started after ``COUNT_BUDGET_SECONDS``;
-  else, when CountTokens is unavailable (Region, error, throttle, offline) or its calls or
+  else, when CountTokens is not offered (model, Region, offline: ``CountNotOffered``, not
+  a failure), fails (error, throttle) or its calls or
   time are used up, the byte bound again.
 
 Counting must never crowd out the call it meters: its client has short timeouts
@@ -26,7 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..providers.interface import CountUnavailable
+from ..providers.interface import CountNotOffered, CountUnavailable
 from ..runtime.errors import NotSent
 from ..text.prompt import Prompt
 from .byte_bound import prompt_bound
@@ -57,20 +59,23 @@ def fit(
     *,
     clock: Callable[[], float] = time.monotonic,
 ) -> Fitted:
-    calls, failed, started = 0, False, clock()
+    calls, failed, offered, started = 0, False, counter is not None, clock()
     for candidate in candidates:
         bound = prompt_bound(candidate.system, candidate.messages)
         if bound <= allowance:
             return Fitted(candidate, bound, "bytes", calls, failed)
         out_of_time = clock() - started >= COUNT_BUDGET_SECONDS
-        if counter is None or failed or calls >= MAX_COUNT_CALLS or out_of_time:
+        if counter is None or not offered or failed or calls >= MAX_COUNT_CALLS or out_of_time:
             continue
-        calls += 1
         try:
             exact = counter(candidate.system, candidate.messages)
-        except CountUnavailable:
-            failed = True
+        except CountNotOffered:  # the catalogue or the Region says no: not a failure
+            offered = False
             continue
+        except CountUnavailable:
+            calls, failed = calls + 1, True
+            continue
+        calls += 1
         if exact <= allowance:
             return Fitted(candidate, exact, "count_tokens", calls, failed)
     raise NotSent(f"the prompt cannot fit the {allowance} input tokens reserved; nothing was sent")

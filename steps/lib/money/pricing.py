@@ -12,7 +12,10 @@ The promise rests on two links, and this module is the first.
 1. **Per message: actual <= reserve.** S3 (CostGate) reserves ``reserve_for(...)``; S6
    (Reconcile) settles ``actual_micros(...)``. Prices are USD per 1M tokens, which is
    exactly micro-USD per token, so every term is tokens x price, summed as Decimal and
-   rounded UP once. Each billed quantity has a bound:
+   rounded UP once. The model's prices are the model catalogue's for the configured model
+   id, profile prefix included (``Settings.model_terms``: providers/catalogue.py, or
+   cdk.json's explicit prices for a model it does not know, A5). Each billed quantity has
+   a bound:
 
    ======================  ======================================  ==========================
    billed quantity         bound                                   enforced by
@@ -59,16 +62,25 @@ A2 a token covers at least one UTF-8 byte of text or of its NFKC form (``byte_bo
    published Claude tokenizer normalises with NFKC);
 A3 chat framing is within ``byte_bound``'s overhead constants (fallback only);
 A4 a guardrail bills per policy per started 1,000 characters of the text it assessed
-   (Bedrock pricing), and ApplyGuardrail assesses exactly the text it is given.
+   (Bedrock pricing), and ApplyGuardrail assesses exactly the text it is given;
+A5 the catalogue's row is what Bedrock bills for that model id (catalogue.py names its
+   sources and what it could not confirm; an explicit cdk.json price may only raise it).
 
 Where each step is enforced (paths under steps/, as ``file::function``):
 
 - Lengths: request/contract.py::validate_request (S1, after API Gateway applied
-  request/openapi.json) caps the message and each history turn in characters, and refuses
-  a message whose byte bound leaves no prompt within ``max_input_tokens``.
+  request/openapi.json) caps the message and each history turn in characters, refuses a
+  message or turn with no letter or digit (it cannot be answered: nothing is reserved for
+  it), and a message whose byte bound leaves no prompt within ``max_input_tokens``.
+- The prices: runtime/settings.py::Settings.model_terms takes them from
+  providers/catalogue.py::terms_for, and settings refuse (SettingsError: one line at
+  synthesis and at ``serve``, a fail-closed 503 on Lambda) a model it does not know unless
+  every price and the metering are given explicitly.
 - The reserve: cost_gate.py::handler sizes it with ``reserve_for``, metered as
-  providers/model_ids.py::metering_for says S5 will meter; ``cost_bound`` prices each
-  quantity of the table at its bound.
+  providers/model_ids.py::metering_for says S5 will meter (exact only where the catalogue
+  says CountTokens answers for the model and the Region offers it; S5's counter asks under
+  the same rule, providers/bedrock.py::BedrockResponder.count_tokens); ``cost_bound``
+  prices each quantity of the table at its bound.
 - The reservation: money/ledger_items.py::reservation_items writes the condition, its parts
   named there (``TOTAL_ADMITS``, ``RESERVATION_IS_NEW``, ``MODE_IS_NORMAL``);
   money/ledger.py::reserve refuses up front a reserve above a ceiling (a new item would pass
@@ -184,9 +196,10 @@ def cost_bound(s: Settings, input_tokens: int, *, guarded_text: str) -> int:
 
 
 def _exact_cost_bound(s: Settings, input_tokens: int, guarded_text: str) -> Decimal:
+    model = s.model_terms
     return (
-        input_tokens * s.price_input_per_mtok
-        + s.max_output_tokens * s.price_output_per_mtok
+        input_tokens * model.input_per_mtok
+        + s.max_output_tokens * model.output_per_mtok
         + EMBEDDING_TOKEN_BOUND * s.price_embedding_per_mtok
         + guardrail_unit_bound(s, guarded_text) * _guardrail_unit_price(s)
     )
@@ -221,7 +234,7 @@ def input_allowance(s: Settings, reserved_micros: int, *, guarded_text: str) -> 
     bound: the inverse of ``cost_bound`` (``cost_bound(s, result, ...) <= reserved``).
     Negative when the reservation cannot pay even for the rest."""
     rest = _exact_cost_bound(s, 0, guarded_text)  # exact, not rounded: see below
-    price = s.price_input_per_mtok
+    price = s.model_terms.input_per_mtok
     if reserved_micros < rest:
         return -1
     if price == 0:
@@ -240,12 +253,12 @@ def actual_micros(
     s: Settings, usage: Mapping[str, object], embedding_tokens: int, guardrail_text_units: int = 0
 ) -> int:
     """The cost of one answered message from Converse usage, embedding and guardrail units."""
-    counts = {key: _count(usage, key) for key in USAGE_KEYS}
+    counts, model = {key: _count(usage, key) for key in USAGE_KEYS}, s.model_terms
     total = (
-        counts["inputTokens"] * s.price_input_per_mtok
-        + counts["outputTokens"] * s.price_output_per_mtok
-        + counts["cacheReadInputTokens"] * s.price_cache_read_per_mtok
-        + counts["cacheWriteInputTokens"] * s.price_cache_write_per_mtok
+        counts["inputTokens"] * model.input_per_mtok
+        + counts["outputTokens"] * model.output_per_mtok
+        + counts["cacheReadInputTokens"] * model.cache_read_per_mtok
+        + counts["cacheWriteInputTokens"] * model.cache_write_per_mtok
         + _nonnegative(embedding_tokens, "embeddingTokens") * s.price_embedding_per_mtok
         + _nonnegative(guardrail_text_units, "guardrailTextUnits") * _guardrail_unit_price(s)
     )

@@ -2,8 +2,9 @@
 
 The Converse client has explicit timeouts and no retries (clients.py): one reservation pays
 for one call. CountTokens (free) measures the exact request before it, on the bare
-foundation model (it refuses inference-profile ids) and only in the Regions that offer it;
-anywhere else, or on any failure, S5 falls back to the byte bound (metering.py). Every
+foundation model (it refuses inference-profile ids), only for a model the catalogue says it
+answers for and in the Regions that offer it (model_ids.metering_for); anywhere else, or on
+any failure, S5 falls back to the byte bound (metering.py). Every
 Converse failure (timeout, throttling, 5xx, a reply without output or usage) becomes
 ModelError, which the state machine answers with a 503 while the reservation stands.
 Titan failures become EmbeddingError (S4: the state machine releases the reservation and
@@ -18,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..runtime.errors import EmbeddingError, ModelError
 from ..runtime.settings import Settings
-from .interface import USAGE_KEYS, CountUnavailable, GuardVerdict, ModelReply
-from .model_ids import COUNT_TOKENS_REGIONS, foundation_model_id
+from .interface import USAGE_KEYS, CountNotOffered, CountUnavailable, GuardVerdict, ModelReply
+from .model_ids import foundation_model_id, metering_for
 
 if TYPE_CHECKING:
     import numpy as np
@@ -71,8 +72,9 @@ class BedrockResponder:
         """The exact input tokens of the Converse request for (system, messages)."""
         from botocore.exceptions import BotoCoreError, ClientError
 
-        if self._region not in COUNT_TOKENS_REGIONS:
-            raise CountUnavailable(f"CountTokens is not offered in {self._region}")
+        if metering_for(self._settings, self._region) != "count_tokens":
+            # The model (catalogue.py) or the Region has none: S3 reserved for the byte bound.
+            raise CountNotOffered(f"no CountTokens for {self._settings.model_id} in {self._region}")
         request = self.request(system, messages)
         try:
             response = self._count_client.count_tokens(

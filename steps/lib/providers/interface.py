@@ -35,6 +35,11 @@ class CountUnavailable(Exception):
     """CountTokens could not count this request (the meter falls back to the byte bound)."""
 
 
+class CountNotOffered(CountUnavailable):
+    """Counting is not offered for this model or Region (the catalogue, model_ids.py) or by
+    the offline stand-in: by design, not a failure, so the meter stops asking."""
+
+
 class Responder(Protocol):
     def converse(self, *, system: str, messages: list[dict[str, Any]]) -> ModelReply: ...
 

@@ -30,11 +30,14 @@ def foundation_model_id(model_id: str) -> str:
 
 
 def metering_for(s: Settings, region: str | None) -> Metering:
-    """How S5 will meter input: exactly (CountTokens) where Bedrock offers it, else by bytes.
+    """How S5 will meter input: exactly (CountTokens) where Bedrock offers it for this model
+    in this Region, else by bytes.
 
-    S3 sizes the reserve for the same answer, so a Region without CountTokens (or the
-    offline stand-in, which has none) gets a reserve that holds the grounding by its bytes.
+    The model's side is the catalogue's (``s.model_terms.counts_tokens``, or cdk.json's
+    ``model_metering`` for a model it does not know): Haiku 4.5, the default, is not on
+    the user guide's CountTokens list, so the default deployment meters by bytes. S3 sizes
+    the reserve for the same answer and S5 counts only when it says so, so a reserve sized
+    for exact counts never meets a meter that has none.
     """
-    if s.model_backend == "bedrock" and region in COUNT_TOKENS_REGIONS:
-        return "count_tokens"
-    return "bytes"
+    exact = s.model_backend == "bedrock" and s.model_terms.counts_tokens
+    return "count_tokens" if exact and region in COUNT_TOKENS_REGIONS else "bytes"

@@ -15,6 +15,7 @@ from typing import Any
 from ..runtime.settings import Settings
 from .interface import (
     USAGE_KEYS,
+    CountNotOffered,
     CountUnavailable,
     GuardVerdict,
     ModelReply,
@@ -25,8 +26,8 @@ from .interface import (
 
 # The interface's names, for the modules that reach the models through this seam.
 __all__ = [
-    "USAGE_KEYS", "CountUnavailable", "GuardVerdict", "ModelReply", "QueryEmbedder",
-    "Responder", "query_embedder", "responder", "usage_of",
+    "USAGE_KEYS", "CountNotOffered", "CountUnavailable", "GuardVerdict", "ModelReply",
+    "QueryEmbedder", "Responder", "query_embedder", "responder", "usage_of",
 ]  # fmt: skip
 
 

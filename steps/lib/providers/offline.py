@@ -28,7 +28,7 @@ from ..money.byte_bound import message_texts, prompt_bound, text_bound
 from ..runtime.settings import Settings
 from ..text import tokens
 from ..text.prompt import REFERENCE_SOURCE
-from .interface import CountUnavailable, GuardVerdict, ModelReply
+from .interface import CountNotOffered, GuardVerdict, ModelReply
 
 if TYPE_CHECKING:
     import numpy as np
@@ -46,7 +46,7 @@ class ExtractiveResponder:
         self._settings = s
 
     def count_tokens(self, system: str, messages: list[dict[str, Any]]) -> int:
-        raise CountUnavailable("the offline stand-in has no tokenizer to count with")
+        raise CountNotOffered("the offline stand-in has no tokenizer to count with")
 
     def converse(self, *, system: str, messages: list[dict[str, Any]]) -> ModelReply:
         s = self._settings

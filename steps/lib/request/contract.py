@@ -2,8 +2,16 @@
 
 API Gateway's request validator (and the local server playing it) apply the same schema;
 S1 checks again because the state machine never trusts an upstream check, and adds what a
-JSON schema cannot say well: no control characters, no lone surrogates. Each refusal names
-the offending field so a client developer can fix the call from the message alone.
+JSON schema cannot say well: no control characters, no lone surrogates, and at least one
+letter or digit in the message and in each history turn. Each refusal names the offending
+field so a client developer can fix the call from the message alone.
+
+The letter-or-digit rule is S1's alone: a text of only whitespace or punctuation cannot be
+answered (Converse on Anthropic models refuses a text block with no non-whitespace text,
+after the reservation and the guardrail), so it is refused here, before any quota or ledger
+write. Any script counts (Unicode categories L* and N*). API Gateway's model validation is
+JSON Schema draft 4, whose ``pattern`` is not promised Unicode property classes, so
+openapi.json states the rule in prose and S1 is the authority.
 """
 
 from __future__ import annotations
@@ -45,7 +53,7 @@ def validate_request(body: object, s: Settings) -> ChatRequest:
     obj = _object(body, "request body", REQUEST_FIELDS)
     if "message" not in obj:
         raise BadRequest("message is required")
-    message = _text(obj["message"], "message", s.message_max_chars)
+    message = _words(_text(obj["message"], "message", s.message_max_chars), "message")
     if fixed_prompt_bound(prompt.bare_system_tokens(), message) > s.max_input_tokens:
         # Within the character limit, but its byte bound (dense scripts such as emoji or
         # CJK weigh up to 4 per character) leaves no prompt that fits max_input_tokens:
@@ -82,6 +90,13 @@ def _text(value: object, where: str, max_chars: int, *, min_chars: int = 1) -> s
     return value
 
 
+def _words(text: str, where: str) -> str:
+    """``text`` when it holds a letter or a digit of any script, else BadRequest."""
+    if any(unicodedata.category(char)[0] in "LN" for char in text):
+        return text
+    raise BadRequest(f"{where} must contain at least one letter or digit")
+
+
 def _history(value: object, s: Settings) -> list[Turn]:
     if not isinstance(value, list):
         raise BadRequest(f"history must be an array, not {_json_type(value)}")
@@ -100,7 +115,10 @@ def _turn(value: object, where: str, s: Settings) -> Turn:
         raise BadRequest(f"{where}.role must be 'user' or 'assistant'")
     turn: Turn = {
         "role": role,
-        "content": _text(obj["content"], f"{where}.content", s.history_turn_max_chars),
+        "content": _words(
+            _text(obj["content"], f"{where}.content", s.history_turn_max_chars),
+            f"{where}.content",
+        ),
     }
     if "sig" in obj:
         turn["sig"] = _text(obj["sig"], f"{where}.sig", SIG_MAX_CHARS, min_chars=0)

@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from ..providers import catalogue
 from .errors import SettingsError
 
 ENV_PREFIX = "CHATGUARD_"
@@ -35,6 +36,8 @@ ModelBackend = Literal["bedrock", "offline"]
 # could bill for what was sent (the byte bound of the input, maxTokens of output, every
 # guardrail unit): the adversary the money-path tests and `serve --worst-case-usage` use.
 OfflineUsage = Literal["estimate", "worst"]
+# How S5 meters input for a model the catalogue does not decide: "" = the catalogue's.
+ModelMetering = Literal["", "count_tokens", "bytes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +53,13 @@ class Settings:
     guardrail_id: str = ""
     guardrail_version: str = ""
     guardrail_policy_count: int = 2
-    price_input_per_mtok: Decimal = Decimal("1.00")
-    price_output_per_mtok: Decimal = Decimal("5.00")
-    price_cache_write_per_mtok: Decimal = Decimal("1.25")
-    price_cache_read_per_mtok: Decimal = Decimal("0.10")
+    # The model's prices and metering come from providers/catalogue.py; these explicit
+    # values (None / "": the catalogue's) are for a model it does not know (model_terms).
+    price_input_per_mtok: Decimal | None = None
+    price_output_per_mtok: Decimal | None = None
+    price_cache_write_per_mtok: Decimal | None = None
+    price_cache_read_per_mtok: Decimal | None = None
+    model_metering: ModelMetering = ""
     price_embedding_per_mtok: Decimal = Decimal("0.02")
     price_guardrail_per_1k_units: Decimal = Decimal("0.15")
     max_input_tokens: int = 6000
@@ -93,6 +99,19 @@ class Settings:
     def visitor_ceiling_micros(self) -> int:
         return int(self.daily_ceiling_micros * self.visitor_cost_share)
 
+    @property
+    def model_terms(self) -> catalogue.ModelTerms:
+        """The chat model's prices, metering and largest output: the catalogue's, or
+        cdk.json's explicit ones (checked when the settings were built)."""
+        return _model_terms(
+            self.model_id,
+            self.price_input_per_mtok,
+            self.price_output_per_mtok,
+            self.price_cache_write_per_mtok,
+            self.price_cache_read_per_mtok,
+            self.model_metering,
+        )
+
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **{k: _coerce(_field(k), v) for k, v in changes.items()})
 
@@ -117,11 +136,29 @@ class Settings:
     def to_env(self, *names: str) -> dict[str, str]:
         """Environment variables for the named fields (all of them when none are named)."""
         chosen = names or tuple(sorted(_FIELD_NAMES))
-        return {ENV_PREFIX + n.upper(): str(getattr(self, _field(n).name)) for n in chosen}
+        return {ENV_PREFIX + n.upper(): _env_value(getattr(self, _field(n).name)) for n in chosen}
 
 
 def usd_to_micros(usd: Decimal) -> int:
     return int(usd * MICROS_PER_USD)
+
+
+def _env_value(value: object) -> str:
+    return "" if value is None else str(value)  # "" reads back as None (_coerce)
+
+
+@cache
+def _model_terms(
+    model_id: str,
+    price_input: Decimal | None,
+    price_output: Decimal | None,
+    price_cache_write: Decimal | None,
+    price_cache_read: Decimal | None,
+    metering: str,
+) -> catalogue.ModelTerms:
+    given = (price_input, price_output, price_cache_write, price_cache_read)
+    prices = dict(zip(catalogue.PRICE_KEYS, given, strict=True))
+    return catalogue.terms_for(model_id, prices, metering)
 
 
 @cache
@@ -157,6 +194,10 @@ def _field(name: str) -> dataclasses.Field[Any]:
 
 def _coerce(field: dataclasses.Field[Any], value: Any) -> Any:
     kind = str(field.type)
+    if kind == "Decimal | None":
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        kind = "Decimal"
     try:
         if kind == "Decimal":
             if isinstance(value, float):
@@ -193,5 +234,21 @@ def _problems(s: Settings) -> list[str]:
         (s.embedding_dimensions > 0, "embedding_dimensions must be > 0"),
     ]
     prices = [getattr(s, name) for name in _FIELD_NAMES if name.startswith("price_")]
-    checks.append((all(p >= 0 for p in prices), "prices must be >= 0"))
-    return [message for ok, message in checks if not ok]
+    checks.append((all(p is None or p >= 0 for p in prices), "prices must be >= 0"))
+    checks.append((s.model_metering in ("", "count_tokens", "bytes"),
+                   "model_metering must be count_tokens|bytes or empty"))  # fmt: skip
+    problems = [message for ok, message in checks if not ok]
+    return problems or _model_problems(s)
+
+
+def _model_problems(s: Settings) -> list[str]:
+    """The chat model must be priced (the catalogue, or cdk.json explicitly) and asked for
+    no more output than it can give: Converse would refuse it after the guardrail billed."""
+    try:
+        terms = s.model_terms
+    except catalogue.NotCatalogued as exc:
+        return [str(exc)]
+    largest = terms.max_output_tokens
+    if largest is not None and s.max_output_tokens > largest:
+        return [f"max_output_tokens {s.max_output_tokens} is above {s.model_id}'s {largest}"]
+    return []

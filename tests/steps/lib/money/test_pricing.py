@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from steps.lib.money import pricing
 from steps.lib.money.byte_bound import MESSAGE_OVERHEAD_TOKENS, REQUEST_OVERHEAD_TOKENS
+from steps.lib.providers import catalogue
 from steps.lib.runtime.settings import Settings
 from steps.lib.text import prompt, tokens
 
@@ -89,12 +90,19 @@ def test_malformed_usage_is_refused(bad):
         pricing.actual_micros(DEFAULT, {"inputTokens": bad}, 0)
 
 
+# A model the catalogue does not know, priced explicitly (cheap input, short output).
+UNCATALOGUED = DEFAULT.replace(
+    model_id="example.cheap-model-v1", price_input_per_mtok="0.0001",
+    price_output_per_mtok="0.0004", price_cache_write_per_mtok="0.000125",
+    price_cache_read_per_mtok="0.00001", model_metering="bytes", max_output_tokens=64,
+)  # fmt: skip
 SETTINGS = st.sampled_from(
     [
         DEFAULT,
         GUARDED,
         GUARDED.replace(price_input_per_mtok="3.00", price_output_per_mtok="15.00"),
-        DEFAULT.replace(price_input_per_mtok="0.0001", max_output_tokens=64),
+        UNCATALOGUED,
+        *(GUARDED.replace(model_id=model_id) for model_id in sorted(catalogue.CATALOGUE)),
     ]
 )
 MESSAGES = st.text(min_size=1, max_size=300)

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from steps.lib.request.contract import validate_request
 from steps.lib.runtime.errors import BadRequest
@@ -121,14 +123,14 @@ def test_a_message_too_dense_for_the_prompt_is_refused_up_front(char):
     # 2000 characters pass the schema, but weigh more tokens than any prompt can carry: a
     # 400 here, instead of a quota count, a reservation and a 503 from S5.
     with pytest.raises(BadRequest, match="too long for the assistant"):
-        validate_request({"message": char * 2000}, S)
+        validate_request({"message": "a" + char * 1999}, S)  # a letter: not refused for that
 
 
 def test_every_message_the_contract_admits_fits_the_prompt_its_reserve_pays_for():
     from steps.lib.money import metering, pricing
     from steps.lib.text import prompt
 
-    for message in ("x" * 2000, "word " * 400, "\U0001f600" * 1000, "\u6f22" * 1200):
+    for message in ("x" * 2000, "word " * 400, "a" + "\U0001f600" * 999, "\u6f22" * 1200):
         request = validate_request({"message": message}, S)
         reserve = pricing.reserve_for(
             S, message, [], bare_system=prompt.system_text([]), metering="bytes"
@@ -137,3 +139,35 @@ def test_every_message_the_contract_admits_fits_the_prompt_its_reserve_pays_for(
         candidates = prompt.candidates(S, request["message"], [], [], ["k"])
         built = metering.fit(candidates, allowance, None).prompt
         assert built.messages[-1]["content"][0]["text"] == message
+
+
+@pytest.mark.parametrize("message", ["   ", "?!?!", "\U0001f600\U0001f44d", "\n\t...", "--- ***"])
+def test_a_message_without_a_letter_or_digit_is_refused(message):
+    assert refused({"message": message}) == "message must contain at least one letter or digit"
+
+
+@pytest.mark.parametrize("message", ["ok", "日本", "42", "?x", "Ж!", "٣", "\U0001f600 a"])
+def test_a_letter_or_digit_of_any_script_is_enough(message):
+    assert ok({"message": message})["message"] == message
+
+
+def test_each_history_turn_needs_a_letter_or_digit_too():
+    body = {"message": "ok", "history": [{"role": "user", "content": "q"},
+                                         {"role": "assistant", "content": "!!"}]}  # fmt: skip
+    assert refused(body) == "history[1].content must contain at least one letter or digit"
+
+
+# Text of spaces, punctuation and symbols only (Z*, P*, S*: no letter, no digit, no control).
+WORDLESS = st.text(
+    st.characters(whitelist_categories=("Zs", "Po", "Ps", "Pe", "Pd", "Sm", "Sc", "So", "Sk")),
+    min_size=1,
+    max_size=200,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(WORDLESS, st.characters(whitelist_categories=("Lu", "Ll", "Lo", "Nd", "Nl", "No")))
+def test_one_letter_or_digit_is_what_separates_refused_from_accepted(text, word):
+    with pytest.raises(BadRequest, match="at least one letter or digit"):
+        validate_request({"message": text}, S)
+    assert ok({"message": text + word})["message"] == text + word
