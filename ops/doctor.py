@@ -65,7 +65,7 @@ def run(
     if invoke is None or retrieve is None:
         raise OpsError(f"stack {aws.stack!r} has no Invoke or Retrieve step; pass --stack")
     runtime = aws.client("bedrock-runtime", region=chat.region)
-    metering = metering_for(invoke, chat.region)  # the model catalogue's answer, once merged
+    metering = metering_for(invoke, chat.region)  # the model catalogue's claim, checked here
     edge_stack = deployed.edge_stack_name(chat.region)
     checks: list[tuple[str, Callable[[], Check]]] = [
         (LEDGER_NAME, lambda: _ledger(aws, chat)),

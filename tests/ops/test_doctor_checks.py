@@ -20,6 +20,8 @@ from . import doctor_accounts as acct
 
 NAME = "alert topic takes a CloudWatch alarm"
 INVOKE = Settings(model_id=acct.MODEL, guardrail_id="gr-abc123", guardrail_version="1")
+# The catalogue says CountTokens works for Sonnet 4 (not for Haiku 4.5, the default).
+COUNTED = Settings(model_id="us.anthropic.claude-sonnet-4-20250514-v1:0")
 TITAN_INDEX = IndexHeader("bedrock:amazon.titan-embed-text-v2:0:1024", 1024)
 
 
@@ -129,9 +131,9 @@ def test_the_model_answering_passes_and_a_refusal_fails_with_enable_model():
 def test_count_tokens_answering_for_the_bare_model_passes():
     runtime = acct.client("bedrock-runtime")
     with Stubber(runtime) as stub:
-        expected = {"modelId": "anthropic.claude-haiku-4-5-20251001-v1:0", "input": ANY}
+        expected = {"modelId": "anthropic.claude-sonnet-4-20250514-v1:0", "input": ANY}
         stub.add_response("count_tokens", {"inputTokens": 17}, expected)
-        check = doctor_bedrock.count_tokens_or_bytes(runtime, INVOKE, "count_tokens")
+        check = doctor_bedrock.count_tokens_or_bytes(runtime, COUNTED, "count_tokens")
     assert check.outcome == "PASS" and "17 tokens" in check.detail
 
 
@@ -143,7 +145,7 @@ def test_exact_metering_for_a_model_count_tokens_refuses_fails():
             "ValidationException",
             "The provided model doesn't support counting tokens",
         )
-        check = doctor_bedrock.count_tokens_or_bytes(runtime, INVOKE, "count_tokens")
+        check = doctor_bedrock.count_tokens_or_bytes(runtime, COUNTED, "count_tokens")
     assert check.outcome == "FAIL"
     assert "doesn't support counting tokens" in check.detail and "bytes" in check.fix
 
