@@ -79,6 +79,34 @@ def test_a_signing_key_read_that_takes_its_whole_timeout_leaves_no_time_and_send
     assert day_total(runtime) == pricing.release_micros(runtime.settings)
 
 
+def test_an_embedding_that_could_not_end_within_the_budget_is_not_sent(
+    runtime: LocalRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # S4 starts 19 s into the run (slow steps before it); Titan's client may take 3 s and
+    # the run budget ends at 21 s: S4 sends nothing and the reservation is released.
+    clock = [NOON]
+    monkeypatch.setattr(time, "time", lambda: clock[0])
+    real = models.query_embedder
+    embedded: list[str] = []
+
+    class StartsLate:
+        def __init__(self, s: Any) -> None:
+            self.inner = real(s)
+            self.id = self.inner.id
+            clock[0] = NOON + 19
+
+        def embed_query(self, text: str) -> Any:
+            embedded.append(text)
+            return self.inner.embed_query(text)
+
+    monkeypatch.setattr(models, "query_embedder", StartsLate)
+    outcome = runtime.send(QUESTION, ip=VISITOR)
+    assert outcome.status == 503 and embedded == [] and runtime.model_calls == 0
+    assert _states(outcome)[-3:] == ["Retrieve", "Reconcile", "FailClosed"]
+    [reservation] = reservations(runtime)
+    assert reservation["status"]["S"] == "settled"
+
+
 def test_a_converse_call_that_takes_its_whole_timeout_leaves_the_reservation_standing(
     runtime: LocalRuntime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
