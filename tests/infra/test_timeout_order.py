@@ -19,9 +19,10 @@ import json
 import pytest
 
 from infra import config as deploy_config
+from statemachine import loader
 from steps.lib.money import metering
 from steps.lib.runtime import clients
-from steps.lib.runtime.stages import STAGES
+from steps.lib.runtime.stages import BY_STATE, STAGES
 
 from .conftest import deploy_context, function_of
 
@@ -74,9 +75,21 @@ def test_an_origin_timeout_with_no_room_for_the_slowest_step_is_refused():
     ctx["chatguard/edge"]["origin_timeout_seconds"] = slowest + 2
     with pytest.raises(deploy_config.ConfigError, match="origin_timeout_seconds"):
         deploy_config.load(ctx)
-    ctx["chatguard/edge"]["origin_timeout_seconds"] = slowest + 3
+
+
+def test_an_origin_timeout_with_no_room_for_the_run_budget_and_the_settlement_is_refused():
+    # The run budget (21 s) + S6 at its worst (5 s + a 1 s throttle wait) + 1 s: a workflow
+    # of 28 s, so an origin timeout of 30 s. One less would let a billed call sent within
+    # the budget end in a TIMED_OUT run whose reservation never settles.
+    ctx = copy.deepcopy(deploy_context())
+    settle = BY_STATE["Reconcile"].timeout_seconds + loader.retry_waits("Reconcile") + 1
+    needed = int(loader.run_budget_seconds() + settle) + 2
+    ctx["chatguard/edge"]["origin_timeout_seconds"] = needed - 1
+    with pytest.raises(deploy_config.ConfigError, match="run budget"):
+        deploy_config.load(ctx)
+    ctx["chatguard/edge"]["origin_timeout_seconds"] = needed
     edge = deploy_config.load(ctx).edge
-    assert slowest < edge.workflow_timeout_seconds < edge.integration_timeout_seconds
+    assert max(s.timeout_seconds for s in STAGES) < edge.workflow_timeout_seconds
 
 
 def _retry_waits(task: dict) -> float:
