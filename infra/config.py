@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from statemachine import loader
 from steps.lib.request.cors import OriginError, check_origins
 from steps.lib.runtime.errors import SettingsError
 from steps.lib.runtime.settings import Settings, cdk_context
@@ -139,6 +140,16 @@ def _edge(raw: Mapping[str, Any], settings: Settings) -> EdgeConfig:
         f"origin_timeout_seconds {edge.origin_timeout_seconds} leaves the workflow "
         f"{edge.workflow_timeout_seconds} s, not more than the {slowest.state} step's "
         f"{slowest.timeout_seconds} s timeout (origin - 2 s must exceed every step's timeout)",
+    )
+    # One time budget per run (steps/lib/money/billed_calls.py): every billed call ends
+    # within the ASL's run budget; S6 then settles at its worst (timeout and throttle wait),
+    # with a second for the transitions, before the workflow gives up.
+    settle = BY_STATE["Reconcile"].timeout_seconds + loader.retry_waits("Reconcile") + 1
+    _require(
+        loader.run_budget_seconds() + settle <= edge.workflow_timeout_seconds,
+        f"origin_timeout_seconds {edge.origin_timeout_seconds} leaves the workflow "
+        f"{edge.workflow_timeout_seconds} s, less than the run budget of billed calls "
+        f"({loader.run_budget_seconds():g} s) plus the settlement ({settle:g} s)",
     )
     _require(
         settings.body_max_bytes <= WAF_BODY_INSPECTION_BYTES,

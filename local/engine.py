@@ -13,6 +13,16 @@ Seams into moto 5.2 (read from its source; each one is undone by `stop()`):
   jsonpath_ng likewise rebuilds a parser per path; parsed paths are cached.
 - moto's TransactWriteItems copies the whole table for its rollback; local/dynamo_tx.py
   saves and restores only the items a transaction names.
+- The context object's ``$$.Execution.StartTime`` is taken from ``time.time()`` when the
+  execution starts (moto reads the system clock): on AWS the run's start and the steps'
+  clock are one clock, and the steps measure the run's budget from it, so a test that pins
+  or moves ``time.time`` moves both.
+- ``throttle(state, times)`` makes the next ``times`` invocations of a Task's function fail
+  as Lambda's throttle does, before the handler runs. On AWS the Invoke API answers
+  TooManyRequestsException and Step Functions names the error
+  ``Lambda.TooManyRequestsException`` (Step Functions guide, "Handle Lambda service
+  exceptions"); moto would name any Invoke ClientError ``Exception``, so the engine answers
+  with that name as the function error the ASL's ``Retry`` matches.
 - The engine builds a new boto3 Lambda client for every task (about 5 ms, and boto3's
   default session is not safe to build clients from on many threads); one cached client
   serves every task instead. Clients are thread-safe.
@@ -31,6 +41,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -40,6 +51,7 @@ from steps.lib.runtime.stages import STAGES, Stage
 
 from . import dynamo_tx
 
+THROTTLED = "Lambda.TooManyRequestsException"
 MOTO_CONFIG: dict[str, Any] = {
     "stepfunctions": {"execute_state_machine": True},
     "lambda": {"use_docker": False},
@@ -90,7 +102,22 @@ class Engine:
         self._mock: Any = None
         self._undo: list[Callable[[], None]] = []
         self._by_function = {FUNCTION_PREFIX + s.state: s for s in STAGES}
+        self._throttled: dict[str, int] = {}
+        self._throttle_lock = threading.Lock()
         self.state_machine_arn = ""
+
+    def throttle(self, state: str, times: int = 1) -> None:
+        """The next ``times`` invocations of ``state``'s function are throttled by Lambda:
+        the handler does not run."""
+        with self._throttle_lock:
+            self._throttled[state] = self._throttled.get(state, 0) + times
+
+    def _take_throttle(self, state: str) -> bool:
+        with self._throttle_lock:
+            left = self._throttled.get(state, 0)
+            if left:
+                self._throttled[state] = left - 1
+            return left > 0
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
@@ -195,6 +222,10 @@ class Engine:
             function_name.rsplit(":", 1)[-1] if function_name.startswith("arn:") else function_name
         )
         stage = self._by_function[name]
+        if self._take_throttle(stage.state):
+            response_headers["x-amz-function-error"] = "Unhandled"
+            throttled = {"errorType": THROTTLED, "errorMessage": "Rate Exceeded."}
+            return json.dumps(throttled).encode()
         event = json.loads(body or b"{}")
         try:
             result = self._dispatch(stage, event, name)
@@ -224,6 +255,11 @@ class Engine:
 
         patches: list[tuple[Any, str, Any]] = [
             (ExecutionWorker, "_get_evaluation_entrypoint", _cached_entrypoint),
+            (
+                ExecutionWorker,
+                "_get_evaluation_environment",
+                _started_now(ExecutionWorker._get_evaluation_environment),
+            ),
             (StepFunctionsParserBackend, "_validate_definition", staticmethod(validate)),
             (lambda_eval_utils, "boto_client_for", lambda **_kw: lambda_client),
             # jsonpath_ng builds a fresh PLY parser for every path it parses (about 1 ms,
@@ -261,6 +297,19 @@ class Engine:
                 type="EXPRESS",
             )["stateMachineArn"]
         )
+
+
+def _started_now(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """The execution's environment with ``$$.Execution.StartTime`` read from time.time()."""
+
+    def environment(worker: Any) -> Any:
+        env = original(worker)
+        started = datetime.fromtimestamp(time.time(), tz=UTC)
+        stamp = started.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        env.states.context_object.context_object_data["Execution"]["StartTime"] = stamp
+        return env
+
+    return environment
 
 
 def _finished(execution: Any) -> Finished:

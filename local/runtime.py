@@ -163,6 +163,11 @@ class LocalRuntime:
         client = self._bedrock_client
         return None if client is None else str(client.meta.region_name)
 
+    def throttle(self, state: str, times: int = 1) -> None:
+        """Lambda throttles the next ``times`` invocations of ``state``'s function (its
+        handler does not run), as a reduced account concurrency would."""
+        self._engine.throttle(state, times)
+
     # -- observation for tests, the demo and the benchmark -----------------------------
     @property
     def model_calls(self) -> int:
@@ -254,9 +259,9 @@ class LocalRuntime:
             return
         from steps.lib.runtime import clients
 
-        # CountTokens too: the same credentials (its own short-timeout client is an AWS
-        # deployment's concern; locally a slow count only delays the answer).
-        for name in ("bedrock_runtime", "bedrock_count"):
+        # Every Bedrock call's client: the same credentials (their own timeouts are an AWS
+        # deployment's concern; locally a slow call only delays the answer).
+        for name in ("bedrock_runtime", "bedrock_guard", "bedrock_embed", "bedrock_count"):
             original = getattr(clients, name)
             setattr(clients, name, lambda: self._bedrock_client)
             self._undo.append(lambda name=name, original=original: setattr(clients, name, original))

@@ -35,3 +35,21 @@ def substitute(substitutions: Mapping[str, str], text: str | None = None) -> str
 def definition(substitutions: Mapping[str, str]) -> dict[str, Any]:
     result: dict[str, Any] = json.loads(substitute(substitutions))
     return result
+
+
+def run_budget_seconds() -> float:
+    """``withinSeconds`` of the run budget the ASL gives S4 and S5: every billed call ends
+    within it (steps/lib/money/billed_calls.py)."""
+    states = json.loads(definition_text())["States"]
+    return float(states["Invoke"]["Parameters"]["budget"]["withinSeconds"])
+
+
+def retry_waits(state: str) -> float:
+    """The waits of ``state``'s retries when every attempt is throttled (IntervalSeconds x
+    BackoffRate^n, capped by MaxDelaySeconds)."""
+    waits = 0.0
+    for retry in json.loads(definition_text())["States"][state].get("Retry", []):
+        interval, rate = retry.get("IntervalSeconds", 1), retry.get("BackoffRate", 2.0)
+        cap = retry.get("MaxDelaySeconds", float("inf"))
+        waits += sum(min(interval * rate**n, cap) for n in range(retry.get("MaxAttempts", 3)))
+    return waits

@@ -2,13 +2,17 @@
 any failure leaves the reservation standing (over-counts, never under-counts). The only
 step that reads the signing key.
 
-Before anything billable, S5 checks its own reservation: it is for today (UTC), and from
-its ``reservedMicros`` and the prices S5 holds it derives the input tokens it pays for, then
-picks the fullest prompt that fits them by an exact count or a bound (metering.py). If that
-fails it raises NotSent and the state machine releases the reservation: nothing was sent.
-Then the guardrail assesses the message (ApplyGuardrail) and, unless it blocks it, Converse
-answers. S5 returns the cost at its own prices, so a settlement by an S6 that still runs
-older (cheaper) prices during a deploy cannot under-count.
+Before anything billable, S5 derives from its reservation's ``reservedMicros`` and the
+prices S5 holds the input tokens it pays for, then picks the fullest prompt that fits them
+by an exact count or a bound (metering.py). Then the guardrail assesses the message
+(ApplyGuardrail) and, unless it blocks it, Converse answers. Right before each of these two
+billed calls, one check (money/billed_calls.py): the reservation's day is still today and
+the call can end within the run's time budget. The same ``Sender`` knows whether anything
+has been sent: every failure before the first billed call (the signing key unreadable,
+CountTokens broken, a check refusing) is NotSent and the state machine releases the
+reservation; from then on a failure leaves it standing. S5 returns the cost at its own
+prices, so a settlement by an S6 that still runs older (cheaper) prices during a deploy
+cannot under-count.
 """
 
 from __future__ import annotations
@@ -16,33 +20,52 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from steps.lib.money import metering, pricing
+from steps.lib.money import billed_calls, metering, pricing
 from steps.lib.providers import models
-from steps.lib.request import identity, signing
+from steps.lib.request import signing
 from steps.lib.runtime import clients, init_phase, observability, secrets
-from steps.lib.runtime.errors import ModelError, NotSent
+from steps.lib.runtime.errors import NotSent
 from steps.lib.runtime.settings import settings
 from steps.lib.text import prompt
 
 # INIT phase on Lambda; no-op elsewhere.
-init_phase.at_init(clients.ssm, clients.bedrock_runtime, clients.bedrock_count)
+init_phase.at_init(
+    clients.ssm, clients.bedrock_runtime, clients.bedrock_guard, clients.bedrock_count
+)
 
 GUARDRAIL_INTERVENED = "guardrail_intervened"
 
 
 @observability.instrumented("Invoke")
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    s, request, reservation = settings(), event["request"], event["reservation"]
+    reservation = event["reservation"]
+    sender = billed_calls.Sender(reservation["day"], billed_calls.Budget.of(event.get("budget")))
+    try:
+        return _answer(settings(), event, sender)
+    except Exception as exc:  # before anything was sent: NotSent, the reservation is released
+        failure = sender.failure(exc)
+        if failure is exc:
+            raise
+        raise failure from exc
+
+
+def _answer(s: Any, event: dict[str, Any], sender: billed_calls.Sender) -> dict[str, Any]:
+    request, reservation = event["request"], event["reservation"]
     message, now, responder = request["message"], time.time(), models.responder(s)
     key = secrets.get_secret(s.signing_key_param, s)  # read once: verify history, then sign
     keys = secrets.accepted_values(key, now, s.secret_grace_seconds)
-    fitted, allowance = _fit(s, event, now, keys, responder.count_tokens)
-    verdict = responder.guard(message) if s.guardrail_id else models.GuardVerdict(False)
+    fitted, allowance = _fit(s, event, keys, responder.count_tokens)
+    converse_worst = clients.converse_timeouts(s).worst
+    if s.guardrail_id:  # not started unless Converse can follow it within the budget
+        sender.before("ApplyGuardrail", needs_seconds=clients.GUARDRAIL.worst + converse_worst)
+        verdict = responder.guard(message)
+    else:
+        verdict = models.GuardVerdict(False)
     units = max(verdict.units, pricing.assessed_units(s, message))
     if verdict.blocked:  # no model call: the guardrail's own answer, never signed
         reply = models.ModelReply(verdict.text, {}, GUARDRAIL_INTERVENED)
     else:
-        _same_day(reservation, time.time())  # the guardrail and counts took time
+        sender.before("Converse", needs_seconds=converse_worst)  # the guardrail took time
         reply = responder.converse(system=fitted.prompt.system, messages=fitted.prompt.messages)
     usage = models.usage_of(reply)
     cost = pricing.actual_micros(s, usage, int(event.get("embeddingTokens") or 0), units)
@@ -64,14 +87,10 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
 
 def _fit(
-    s: Any, event: dict[str, Any], now: float, keys: tuple[str, ...], count: metering.Counter
+    s: Any, event: dict[str, Any], keys: tuple[str, ...], count: metering.Counter
 ) -> tuple[metering.Fitted, int]:
     """The prompt the reservation pays for, or NotSent (nothing billable has happened)."""
     reservation, request = event["reservation"], event["request"]
-    if identity.day_ended(reservation["day"], now):
-        # The ledger charged the day S2 saw; a call sent after midnight would spend the
-        # new day's money on yesterday's account. The visitor's retry reserves anew.
-        raise NotSent(f"the reservation is for {reservation['day']}, which has ended")
     reserved = int(reservation["reservedMicros"])
     allowance = pricing.input_allowance(s, reserved, guarded_text=request["message"])
     if allowance < 0:
@@ -80,14 +99,6 @@ def _fit(
         s, request["message"], request.get("history") or [], event.get("grounding") or [], keys
     )
     return metering.fit(candidates, allowance, count), allowance
-
-
-def _same_day(reservation: dict[str, Any], now: float) -> None:
-    """Checked again right before Converse. The guardrail has billed by then, so a day that
-    ended meanwhile is a ModelError: the reservation stands on its own day (over-counts,
-    never under-counts) and no call goes out on the new day's money."""
-    if identity.day_ended(reservation["day"], now):
-        raise ModelError(f"the reservation is for {reservation['day']}, which ended; not sent")
 
 
 def _sig(message: str, reply: str, key: str) -> str:

@@ -8,22 +8,21 @@ limit whatever its tokenizer does, and within what the reserve paid for. Any fai
 happens before the model call, so the state machine releases the reservation.
 
 The embedding is billed when it is sent, on that UTC day; the reservation holds the day S2
-saw. So S4, like S5, sends nothing once that day has ended (NotSent, then the release):
-an embedding sent at 00:00:01 under a 23:59:59 reservation would spend the new day's money
-on the old day's account.
+saw. So S4, like S5, checks right before the call (money/billed_calls.py, the one check
+before every billed call) and sends nothing once that day has ended or when the call could
+not end within the run's time budget (NotSent, then the release): an embedding sent at
+00:00:01 under a 23:59:59 reservation would spend the new day's money on the old day's
+account.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from steps.lib.grounding import preload
-from steps.lib.money import byte_bound, pricing
+from steps.lib.money import billed_calls, byte_bound, pricing
 from steps.lib.providers import models
-from steps.lib.request import identity
-from steps.lib.runtime import init_phase, observability
-from steps.lib.runtime.errors import NotSent
+from steps.lib.runtime import clients, init_phase, observability
 from steps.lib.runtime.settings import settings
 
 init_phase.at_init(preload.retrieval_index)  # INIT phase on Lambda; no-op elsewhere
@@ -44,7 +43,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     history, cap, page = request.get("history") or [], s.history_turn_max_chars, request.get("page")
     query = retrieval.follow_up_query(request["message"], history, history_chars=cap, page=page)
     text = byte_bound.cut_to_bound(query.text, pricing.TITAN_QUERY_MAX_BYTES)
-    reserved_on(event["day"], time.time())
+    before_embedding(event)
     vector, embedding_tokens = embedder.embed_query(text)
     ranked = retrieval.rank(kb, vector, query, limit=TOP_MATCHES)
     chunks = retrieval.select_grounding(
@@ -58,11 +57,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     }
 
 
-def reserved_on(day: str, now: float) -> None:
-    """NotSent unless ``now`` is still on the reservation's UTC ``day`` (checked last, right
-    before the billed embedding call)."""
-    if identity.day_ended(day, now):
-        raise NotSent(f"the reservation is for {day}, which has ended; nothing embedded")
+def before_embedding(event: dict[str, Any]) -> None:
+    """NotSent unless the embedding is sent on the reservation's UTC day and can end within
+    the run's budget (money/billed_calls.py; checked last, right before the billed call)."""
+    sender = billed_calls.Sender(event["day"], billed_calls.Budget.of(event.get("budget")))
+    sender.before("the query embedding", needs_seconds=clients.EMBEDDING.worst)
 
 
 def _sources(chunks: list[Any], ranked_ids: list[str]) -> list[dict[str, str]]:

@@ -77,10 +77,18 @@ def test_an_error_name_with_no_class_is_caught():
     }  # fmt: skip
 
 
-def test_no_retry_on_states_that_spend_or_count():
-    states = _states()
-    for name in ("Quota", "CostGate", "Retrieve", "Invoke", "Reconcile"):
-        assert "Retry" not in states[name], name
+def test_every_task_retries_a_lambda_throttle_and_nothing_that_may_have_run():
+    # A throttle (Lambda.TooManyRequestsException) means the function never ran, so a retry
+    # cannot count, reserve or bill twice; every other Lambda service exception may follow a
+    # run (Step Functions guide, "Handle Lambda service exceptions"), and no Task retries
+    # it: for Quota, CostGate, Retrieve and Invoke a second run counts or bills twice.
+    tasks = {name: s for name, s in _states().items() if s["Type"] == "Task"}
+    assert len(tasks) == 8
+    for name, state in tasks.items():
+        (retry,) = state.get("Retry", [None]) or [None]
+        assert retry is not None, f"{name} does not retry a throttle"
+        assert retry["ErrorEquals"] == ["Lambda.TooManyRequestsException"], name
+        assert retry["IntervalSeconds"] >= 1 and retry["MaxAttempts"] >= 1, name
 
 
 def test_substitution_leaves_nothing_unresolved():

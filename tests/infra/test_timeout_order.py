@@ -3,6 +3,12 @@
 A Lambda that outlives the workflow turns a handled step error into a TIMED_OUT run; a
 workflow that outlives API Gateway's integration turns the contract's JSON 503 into API
 Gateway's own 504. Read from the template, so it holds whatever timeouts a step is given.
+
+One time budget per run: the answer path's worst case, added up from the template (each
+Task's Lambda timeout, its throttle retry's waits, the run budget S4 and S5 are given, the
+Converse timeouts in S5's environment) and the billed calls' client timeouts
+(runtime/clients.py), fits inside the workflow's timeout. A throttled attempt costs only
+its wait: Lambda did not run the function (the only error the ASL retries).
 """
 
 from __future__ import annotations
@@ -13,20 +19,33 @@ import json
 import pytest
 
 from infra import config as deploy_config
-from steps.lib.runtime.stages import STAGES
+from statemachine import loader
+from steps.lib.money import metering
+from steps.lib.runtime import clients
+from steps.lib.runtime.stages import BY_STATE, STAGES
 
 from .conftest import deploy_context, function_of
 
 pytestmark = pytest.mark.infra
 
+# State transitions and each Invoke's own round trip, for the whole run: AWS publishes no
+# latency for them (docs/benchmarks.md models 20 ms per state entered, 10 on the answered
+# path), so one second is set aside.
+SLACK = 1.0
 
-def _workflow_timeout(synth) -> int:
+
+def _definition(synth) -> dict:
     (machine,) = synth.resources("AWS::StepFunctions::StateMachine").values()
     body = machine["Properties"]["DefinitionString"]
     text = body if isinstance(body, str) else "".join(
-        p if isinstance(p, str) else "" for p in body["Fn::Join"][1]
+        p if isinstance(p, str) else '"arn"' for p in body["Fn::Join"][1]
     )  # fmt: skip
-    return int(json.loads(text)["TimeoutSeconds"])
+    definition: dict = json.loads(text)
+    return definition
+
+
+def _workflow_timeout(synth) -> int:
+    return int(_definition(synth)["TimeoutSeconds"])
 
 
 def _integration_timeout(synth) -> float:
@@ -56,6 +75,71 @@ def test_an_origin_timeout_with_no_room_for_the_slowest_step_is_refused():
     ctx["chatguard/edge"]["origin_timeout_seconds"] = slowest + 2
     with pytest.raises(deploy_config.ConfigError, match="origin_timeout_seconds"):
         deploy_config.load(ctx)
-    ctx["chatguard/edge"]["origin_timeout_seconds"] = slowest + 3
+
+
+def test_an_origin_timeout_with_no_room_for_the_run_budget_and_the_settlement_is_refused():
+    # The run budget (21 s) + S6 at its worst (5 s + a 1 s throttle wait) + 1 s: a workflow
+    # of 28 s, so an origin timeout of 30 s. One less would let a billed call sent within
+    # the budget end in a TIMED_OUT run whose reservation never settles.
+    ctx = copy.deepcopy(deploy_context())
+    settle = BY_STATE["Reconcile"].timeout_seconds + loader.retry_waits("Reconcile") + 1
+    needed = int(loader.run_budget_seconds() + settle) + 2
+    ctx["chatguard/edge"]["origin_timeout_seconds"] = needed - 1
+    with pytest.raises(deploy_config.ConfigError, match="run budget"):
+        deploy_config.load(ctx)
+    ctx["chatguard/edge"]["origin_timeout_seconds"] = needed
     edge = deploy_config.load(ctx).edge
-    assert slowest < edge.workflow_timeout_seconds < edge.integration_timeout_seconds
+    assert max(s.timeout_seconds for s in STAGES) < edge.workflow_timeout_seconds
+
+
+def _retry_waits(task: dict) -> float:
+    """The waits of a Task's retries, all attempts throttled (ASL: IntervalSeconds x
+    BackoffRate^n, capped by MaxDelaySeconds)."""
+    waits = 0.0
+    for retry in task.get("Retry", []):
+        interval, rate = retry.get("IntervalSeconds", 1), retry.get("BackoffRate", 2.0)
+        cap = retry.get("MaxDelaySeconds", float("inf"))
+        waits += sum(min(interval * rate**n, cap) for n in range(retry.get("MaxAttempts", 3)))
+    return waits
+
+
+def _worst(synth, states: dict, state: str) -> float:
+    """A Task at its worst: throttled on every retry, then running to its Lambda timeout."""
+    function = "Reconcile" if state == "ReleaseReservation" else state
+    timeout = function_of(synth, function)[1]["Properties"]["Timeout"]
+    return float(timeout) + _retry_waits(states[state])
+
+
+def _converse(synth) -> clients.Timeouts:
+    env = function_of(synth, "Invoke")[1]["Properties"]["Environment"]["Variables"]
+    return clients.Timeouts(
+        float(env["CHATGUARD_BEDROCK_CONNECT_TIMEOUT_SECONDS"]),
+        float(env["CHATGUARD_BEDROCK_READ_TIMEOUT_SECONDS"]),
+    )
+
+
+def test_the_answer_paths_worst_case_fits_the_workflow_the_api_and_cloudfront(synth):
+    states, workflow = _definition(synth)["States"], _workflow_timeout(synth)
+    budget = states["Invoke"]["Parameters"]["budget"]
+    assert budget == states["Retrieve"]["Parameters"]["budget"]
+    assert budget["startedAt.$"] == "$$.Execution.StartTime"
+    within = float(budget["withinSeconds"])
+    # Every billed call ends within the budget (billed_calls.py refuses one that could
+    # not); the settlement after it, at its worst, still ends inside the workflow.
+    assert within + _worst(synth, states, "Reconcile") + SLACK <= workflow
+    # The guardrail then Converse, each at its client's worst, can fit the budget at all,
+    # and S5's Lambda outlives them both plus its counting (it never cuts a sent call).
+    billed = clients.GUARDRAIL.worst + _converse(synth).worst
+    counting = metering.COUNT_BUDGET_SECONDS + clients.COUNT.worst
+    assert billed < within
+    assert counting + billed <= function_of(synth, "Invoke")[1]["Properties"]["Timeout"]
+    # Every step before S5 at its worst, then S5 counting and refusing (NotSent: the budget
+    # is gone), then the release at its worst: the run still ends inside the workflow, so
+    # the reservation is released and the visitor gets the contract's 503.
+    before = sum(_worst(synth, states, s) for s in ("OriginVerify", "Quota", "CostGate"))
+    before += _worst(synth, states, "Retrieve") + _retry_waits(states["Invoke"])
+    assert before + counting + _worst(synth, states, "ReleaseReservation") + SLACK <= workflow
+    # S4's embedding at its client's worst fits S4's own Lambda timeout.
+    assert clients.EMBEDDING.worst < function_of(synth, "Retrieve")[1]["Properties"]["Timeout"]
+    api = _integration_timeout(synth)
+    assert workflow < api < synth.context["chatguard/edge"]["origin_timeout_seconds"]

@@ -42,9 +42,10 @@ The promise rests on two links, and this module is the first.
    S5 re-derives ``A`` from the ``reservedMicros`` it is handed, at the prices it holds,
    before anything is sent, so the link holds even while S3 and S5 run different settings
    during a deploy (``NotSent`` then releases the reservation); S6 settles at least the
-   cost S5 computed, so an S6 on older prices cannot under-count. S5 also sends nothing
-   once the reservation's UTC day has ended, and neither does S4 embed
-   (retrieve.py::reserved_on): the day charged is the day of the call.
+   cost S5 computed, so an S6 on older prices cannot under-count. The day check before
+   every billed call: right before the embedding (S4), the guardrail and Converse (S5),
+   one helper (money/billed_calls.py::Sender.before) refuses once the reservation's UTC
+   day has ended, so the day charged is the day of each call.
 
 2. **Per total: the reservations fit.** A reservation is admitted only under the
    conditional write ``total <= ceiling - reserve`` on day, month and visitor in one
@@ -85,24 +86,27 @@ Where each step is enforced (paths under steps/, as ``file::function``):
   named there (``TOTAL_ADMITS``, ``RESERVATION_IS_NEW``, ``MODE_IS_NORMAL``);
   money/ledger.py::reserve refuses up front a reserve above a ceiling (a new item would pass
   ``attribute_not_exists``) and reads a cancellation by item name.
-- S5's own check: invoke.py::_fit refuses a reservation of another day and derives ``A``
-  with ``input_allowance``; money/metering.py::fit sends only a prompt whose
-  money/byte_bound.py::prompt_bound (A2, A3) or exact count
-  (providers/bedrock.py::BedrockResponder.count_tokens, A1) is within ``A``, else NotSent;
-  invoke.py::_same_day checks the day again right before Converse.
+- S5's own check: invoke.py::_fit derives ``A`` with ``input_allowance``;
+  money/metering.py::fit sends only a prompt whose money/byte_bound.py::prompt_bound
+  (A2, A3) or exact count (providers/bedrock.py::BedrockResponder.count_tokens, A1) is
+  within ``A``, else NotSent; money/billed_calls.py::Sender.before checks the day (and
+  the run's time budget) right before ApplyGuardrail and again right before Converse.
 - The call: providers/bedrock.py::BedrockResponder.request sends ``maxTokens`` and no
   ``cachePoint``; runtime/clients.py::bedrock_runtime never retries, nor does the ASL's
   Invoke state, so one reservation pays for one call; BedrockResponder.guard sends the
   message alone (A4).
 - The embedding: retrieve.py::handler cuts the query to ``TITAN_QUERY_MAX_BYTES``
   (money/byte_bound.py::cut_to_bound) and sends it only on the reservation's day
-  (retrieve.py::reserved_on).
+  (retrieve.py::before_embedding, through the same Sender.before).
 - Settling: money/ledger_items.py::settlement_items moves the totals by ``actual -
   reserve`` under ``SETTLES_ONCE``; money/ledger.py::reconcile reports a repeat as
   ``already_settled``; reconcile.py::handler settles at least S5's ``invokeCostMicros``.
-- Releasing: statemachine/chat.asl.json routes ``NotSent`` and any S4 failure to
-  ReleaseReservation; reconcile.py::handler settles it at ``release_micros`` (the query
-  embedding's bound, the only thing that may have been billed).
+- Releasing, iff nothing was sent: statemachine/chat.asl.json routes ``NotSent`` (and an
+  Invoke throttled past its retry, which never ran) and any S4 failure to
+  ReleaseReservation; S5 raises NotSent for every failure before its first billed call
+  and for none after it (money/billed_calls.py::Sender.failure); reconcile.py::handler
+  settles it at ``release_micros`` (the query embedding's bound, the only thing that may
+  have been billed).
 - The memo: money/spent_memo.py::SpentMemo.refuses can only refuse, never admit.
 """
 

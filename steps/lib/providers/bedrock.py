@@ -1,10 +1,11 @@
 """Bedrock adapters: Converse for the answer, Titan Text Embeddings V2 for the query.
 
-The Converse client has explicit timeouts and no retries (clients.py): one reservation pays
-for one call. CountTokens (free) measures the exact request before it, on the bare
-foundation model (it refuses inference-profile ids), only for a model the catalogue says it
-answers for and in the Regions that offer it (model_ids.metering_for); anywhere else, or on
-any failure, S5 falls back to the byte bound (metering.py). Every
+Converse, ApplyGuardrail and CountTokens each have their own client with explicit timeouts
+and no retries (clients.py): one reservation pays for one call. CountTokens (free) measures
+the exact request before it, on the bare foundation model (it refuses inference-profile
+ids), only for a model the catalogue says it answers for and in the Regions that offer it
+(model_ids.metering_for); anywhere else, or on any failure, S5 falls back to the byte bound
+(metering.py). Every
 Converse failure (timeout, throttling, 5xx, a reply without output or usage) becomes
 ModelError, which the state machine answers with a 503 while the reservation stands.
 Titan failures become EmbeddingError (S4: the state machine releases the reservation and
@@ -27,10 +28,13 @@ if TYPE_CHECKING:
 
 
 class BedrockResponder:
-    def __init__(self, s: Settings, client: Any, count_client: Any = None) -> None:
+    def __init__(
+        self, s: Settings, client: Any, count_client: Any = None, guard_client: Any = None
+    ) -> None:
         self._settings = s
         self._client = client
         self._count_client = count_client or client
+        self._guard_client = guard_client or client
         self._region: str | None = getattr(getattr(client, "meta", None), "region_name", None)
 
     def converse(self, *, system: str, messages: list[dict[str, Any]]) -> ModelReply:
@@ -55,7 +59,7 @@ class BedrockResponder:
 
         s = self._settings
         try:
-            response = self._client.apply_guardrail(
+            response = self._guard_client.apply_guardrail(
                 guardrailIdentifier=s.guardrail_id,
                 guardrailVersion=s.guardrail_version or "DRAFT",
                 source="INPUT",

@@ -31,9 +31,13 @@ __all__ = [
 ]  # fmt: skip
 
 
-def responder(s: Settings, client: Any = None, count_client: Any = None) -> Responder:
-    """Converse on ``client`` (and CountTokens on ``count_client``; both default to the
-    container's own clients), or the offline stand-in, which takes no client."""
+def responder(
+    s: Settings, client: Any = None, count_client: Any = None, guard_client: Any = None
+) -> Responder:
+    """Converse on ``client``, CountTokens on ``count_client`` and ApplyGuardrail on
+    ``guard_client`` (by default the container's own client for each call, with its own
+    timeouts; a ``client`` passed alone serves all three), or the offline stand-in, which
+    takes no client."""
     if s.model_backend == "offline":
         from .offline import ExtractiveResponder
 
@@ -42,8 +46,10 @@ def responder(s: Settings, client: Any = None, count_client: Any = None) -> Resp
     from . import bedrock
 
     if client is None:
-        client, count_client = clients.bedrock_runtime(), count_client or clients.bedrock_count()
-    return bedrock.BedrockResponder(s, client, count_client)
+        client = clients.bedrock_runtime()
+        count_client = count_client or clients.bedrock_count()
+        guard_client = guard_client or clients.bedrock_guard()
+    return bedrock.BedrockResponder(s, client, count_client, guard_client)
 
 
 def query_embedder(s: Settings, client: Any = None) -> QueryEmbedder:
@@ -55,4 +61,4 @@ def query_embedder(s: Settings, client: Any = None) -> QueryEmbedder:
     from ..runtime import clients
     from . import bedrock
 
-    return bedrock.TitanEmbedder(s, client or clients.bedrock_runtime())
+    return bedrock.TitanEmbedder(s, client or clients.bedrock_embed())

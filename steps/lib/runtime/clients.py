@@ -7,16 +7,51 @@ CPU for nothing (docs/benchmarks.md, "Cold path").
 On Lambda each handler module builds the clients it uses at import, in the INIT phase
 (``init_phase.at_init``); elsewhere they are built on first use, once a test or the local
 runtime has chosen its endpoint. Handlers always reach a client through this module's
-functions, which is the seam tests patch. Converse gets NO retries: a retried model call
+functions, which is the seam tests patch. No billed call is retried: a retried model call
 can be billed twice, and the reservation covers exactly one call.
+
+Each billed call (Titan's embedding, ApplyGuardrail, Converse) and CountTokens has its own
+client and timeouts, named here, because the run's time budget is spent call by call: a
+step sends a billed call only when its worst case (``Timeouts.worst``) still ends inside
+the budget (money/billed_calls.py), and tests/infra/test_timeout_order.py adds the same
+figures up against the deployed workflow's timeout.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from .settings import settings
+from .settings import Settings, settings
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    connect: float
+    read: float
+    attempts: int = 1  # no retry: a resent billed call can be billed twice
+
+    @property
+    def worst(self) -> float:
+        """The longest a call can take before the client gives up (seconds)."""
+        return self.attempts * (self.connect + self.read)
+
+
+# ApplyGuardrail answers in well under a second; Titan's query embedding likewise. A short
+# read timeout keeps each from eating the time Converse needs.
+GUARDRAIL = Timeouts(connect=1, read=2)
+EMBEDDING = Timeouts(connect=1, read=2)
+COUNT = Timeouts(connect=0.5, read=1.5)  # free, and the byte bound stands in on a timeout
+
+
+def converse_timeouts(s: Settings) -> Timeouts:
+    return Timeouts(s.bedrock_connect_timeout_seconds, s.bedrock_read_timeout_seconds)
+
+
+def _client(service: str, timeouts: Timeouts) -> Any:
+    config = _config(timeouts.connect, timeouts.read, timeouts.attempts)
+    return _session().create_client(service, config=config)
 
 
 def _config(connect: float, read: float, attempts: int) -> Any:
@@ -50,20 +85,31 @@ def ssm() -> Any:
 
 @cache
 def bedrock_runtime() -> Any:
-    s = settings()
-    config = _config(s.bedrock_connect_timeout_seconds, s.bedrock_read_timeout_seconds, 1)
-    return _session().create_client("bedrock-runtime", config=config)
+    """Converse only (timeouts from the settings)."""
+    return _client("bedrock-runtime", converse_timeouts(settings()))
+
+
+@cache
+def bedrock_guard() -> Any:
+    """ApplyGuardrail only."""
+    return _client("bedrock-runtime", GUARDRAIL)
+
+
+@cache
+def bedrock_embed() -> Any:
+    """Titan's query embedding (S4) only."""
+    return _client("bedrock-runtime", EMBEDDING)
 
 
 @cache
 def bedrock_count() -> Any:
     """CountTokens only: short timeouts and no retry, so a slow count falls back to the byte
     bound (metering.py) instead of eating the time Converse needs."""
-    return _session().create_client("bedrock-runtime", config=_config(0.5, 1.5, 1))
+    return _client("bedrock-runtime", COUNT)
 
 
 # The originals, even while a test patches one.
-_FACTORIES = (_session, dynamodb, ssm, bedrock_runtime, bedrock_count)
+_FACTORIES = (_session, dynamodb, ssm, bedrock_runtime, bedrock_guard, bedrock_embed, bedrock_count)
 
 
 def cache_clear() -> None:

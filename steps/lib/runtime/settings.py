@@ -76,7 +76,7 @@ class Settings:
     secret_grace_seconds: int = 3600
     secret_cache_seconds: int = 300
     bedrock_connect_timeout_seconds: int = 2
-    bedrock_read_timeout_seconds: int = 20
+    bedrock_read_timeout_seconds: int = 10  # Converse's; within the run budget (stages.py)
     model_backend: ModelBackend = "bedrock"
     offline_usage: OfflineUsage = "estimate"
     knowledge_dir: Path = DEFAULT_KNOWLEDGE_DIR

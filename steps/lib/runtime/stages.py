@@ -29,21 +29,24 @@ class Stage:
         return f"{self.module}.handler"
 
 
-# Memory and timeouts come from `make bench-cold` (docs/benchmarks.md, "Cold path"): a cold
-# step is CPU-bound (0.2-0.3 s of CPU with bytecode, 0.4-0.7 s without) and Lambda's CPU
-# share grows with memory up to one vCPU at 1,769 MB. The gate steps and S4 get that vCPU:
-# warm they run for milliseconds, so the extra memory costs cents. S5 waits seconds on
-# Bedrock while warm, and memory is billed for the wait, so it gets 1,024 MB. Timeouts
-# keep >= 2x over the modelled cold step (from source, the slower case) and stay below
-# the workflow's timeout, itself below API Gateway's 29 s; S5's leaves the Bedrock client's
-# own connect + read bound (22 s) to fire first.
+# Memory comes from `make bench-cold` (docs/benchmarks.md, "Cold path"): a cold step is
+# CPU-bound (0.2-0.3 s of CPU with bytecode, 0.4-0.7 s without) and Lambda's CPU share grows
+# with memory up to one vCPU at 1,769 MB. The gate steps and S4 get that vCPU: warm they run
+# for milliseconds, so the extra memory costs cents. S5 waits seconds on Bedrock while warm,
+# and memory is billed for the wait, so it gets 1,024 MB.
+# Timeouts: one time budget per run. The steps before S5, each at its timeout plus its
+# throttle retry, then S5's counting and the release, fit inside the workflow's 28 s, and
+# so does every billed call S5 sends within the run budget followed by S6 at its worst
+# (tests/infra/test_timeout_order.py adds it up on the synthesized template). Each keeps
+# >= 4x over its modelled cold step from source and twice its ledger retry budget (S3:
+# 1.0 s, S6: 2.5 s, ledger.py); S4's over Titan's client (3 s at worst).
 STAGES: tuple[Stage, ...] = (
-    Stage("S1", "OriginVerify", "steps.origin_verify", False, 5, 1769),
-    Stage("S2", "Quota", "steps.quota", False, 5, 1769),
-    Stage("S3", "CostGate", "steps.cost_gate", False, 5, 1769),
-    Stage("S4", "Retrieve", "steps.retrieve", True, 10, 1769),
-    # Bedrock: 2 s to connect + 20 s to read, plus CountTokens, guardrail and signing; under
-    # the workflow's 28 s (infra/config.py orders step < workflow < API integration).
+    Stage("S1", "OriginVerify", "steps.origin_verify", False, 3, 1769),
+    Stage("S2", "Quota", "steps.quota", False, 3, 1769),
+    Stage("S3", "CostGate", "steps.cost_gate", False, 3, 1769),
+    Stage("S4", "Retrieve", "steps.retrieve", True, 4, 1769),
+    # S5 sends a billed call only when it can end within the run budget (billed_calls.py);
+    # its own timeout only has to stay under the workflow's.
     Stage("S5", "Invoke", "steps.invoke", False, 26, 1024),
     Stage("S6", "Reconcile", "steps.reconcile", False, 5, 1769),
     Stage("S7", "Degraded", "steps.degraded", True, 5, 1024),

@@ -229,7 +229,7 @@ def test_a_model_call_after_a_slow_guardrail_is_charged_to_its_day(aws, monkeypa
 
 # The same midnight, one step earlier: S3 reserves on S2's day, and S4 starts after
 # midnight. Titan bills an embedding on the day it is sent, so S4 checks the reservation's
-# day right before it (retrieve.reserved_on). The naive S4 (no check; red team 2's
+# day right before it (retrieve.before_embedding). The naive S4 (no check; red team 2's
 # counter-example) sends it on January's money under December's reservation, and the
 # release settles its bound (161 micro-USD at the default price) on December.
 @pytest.mark.parametrize("checked", [True, False], ids=["as built", "naive: no day check in S4"])
@@ -260,7 +260,7 @@ def test_an_embedding_is_never_sent_after_its_reservations_day(aws, monkeypatch,
     monkeypatch.setattr(models, "query_embedder", lambda *a, **k: Recording(real_embedder(*a, **k)))
     monkeypatch.setattr(retrieve, "handler", late_retrieve)
     if not checked:
-        monkeypatch.setattr(retrieve, "reserved_on", lambda day, now: None)
+        monkeypatch.setattr(retrieve, "before_embedding", lambda event: None)
     run = send(ASK)
     billed_in_january = pricing.release_micros(Settings()) * embedded_on.count("2027-01-01")
     counted_in_january = min(aws.cost("GLOBAL", "2027-01-01"), aws.cost("GLOBAL", "MONTH#2027-01"))
