@@ -18,6 +18,7 @@ from steps.lib.runtime.settings import ENV_PREFIX, Settings, cdk_context, edge_c
 
 DEFAULT_IP = "192.0.2.1"  # a documentation address: the local visitor
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT
 
 
 class CommandError(Exception):
@@ -98,7 +99,19 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     """Add chat, demo and serve to `chatguard`."""
     chat = sub.add_parser("chat", help="send one message through the whole state machine")
-    chat.add_argument("message", help="what the visitor asks")
+    chat.add_argument(
+        "message",
+        nargs="?",
+        help="what the visitor asks; leave it out for a conversation (one question a line, "
+        "follow-ups see the answers so far)",
+    )
+    chat.add_argument(
+        "--history",
+        type=Path,
+        metavar="FILE",
+        help="keep the conversation in FILE between runs (JSON turns, created if missing): "
+        "each run sends it and appends its signed answer",
+    )
     chat.add_argument("--page", help="the site path the visitor is on, e.g. /posts/waf")
     chat.add_argument("--ip", default=DEFAULT_IP, help="the visitor's IP (default %(default)s)")
     chat.add_argument("--json", action="store_true", help="print {status, body, steps}")
@@ -124,7 +137,14 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         action="store_true",
         help="LOCAL ONLY: take the visitor from a CloudFront-Viewer-Address header",
     )
-    serve.add_argument("--quiet", action="store_true", help="no step log lines")
+    logs = serve.add_mutually_exclusive_group()
+    logs.add_argument("--quiet", action="store_true", help="no line per message")
+    logs.add_argument(
+        "--json-logs",
+        action="store_true",
+        help="every step's JSON log lines (as CloudWatch receives them) instead of one "
+        "line per message",
+    )
     _add_runtime_options(serve)
     _add_model_options(serve)
     money = serve.add_argument_group("limits (default: cdk.json)")
@@ -221,12 +241,14 @@ def _one_line(command: Any) -> Any:
     return run
 
 
-def open_runtime(args: argparse.Namespace, settings: Settings) -> Any:
+def open_runtime(
+    args: argparse.Namespace, settings: Settings, *, signing_key: str | None = None
+) -> Any:
     """The local runtime; with --model bedrock, on the user's checked Bedrock access."""
     from .runtime import LocalRuntime
 
     if settings.model_backend != "bedrock":
-        return LocalRuntime(settings)
+        return LocalRuntime(settings, signing_key=signing_key)
     from .bedrock_access import BedrockSetupError, check_models, open_access
 
     try:
@@ -234,7 +256,7 @@ def open_runtime(args: argparse.Namespace, settings: Settings) -> Any:
         check_models(access, settings)
     except BedrockSetupError as exc:
         raise CommandError(str(exc)) from None
-    return LocalRuntime(settings, bedrock_client=access.runtime)
+    return LocalRuntime(settings, bedrock_client=access.runtime, signing_key=signing_key)
 
 
 def backend_name(runtime: Any) -> str:
@@ -244,25 +266,87 @@ def backend_name(runtime: Any) -> str:
 
 @_one_line
 def run_chat(args: argparse.Namespace) -> int:
-    from .edge import EdgeRefusal, parse_body
-    from .render import outcome_text, quiet_logs
-    from .runtime import Outcome
+    from .conversation import ConversationError, load, local_signing_key
+    from .render import quiet_logs
 
     settings = settings_for(args)
-    request: dict[str, Any] = {"message": args.message}
-    if args.page:
-        request["page"] = args.page
+    try:
+        turns = load(args.history) if args.history else []
+        key = local_signing_key() if args.history else None
+    except ConversationError as exc:
+        raise CommandError(str(exc)) from None
     with (
         quiet_logs(show_libraries=args.verbose, show_steps=args.verbose),
-        open_runtime(args, settings) as runtime,
+        open_runtime(args, settings, signing_key=key) as runtime,
     ):
-        try:
-            body = parse_body(json.dumps(request).encode(), runtime.settings)
-            outcome = runtime.send(body, ip=args.ip)
-        except EdgeRefusal as refusal:  # what API Gateway's validator would answer
-            outcome = Outcome(refusal.status, {"error": refusal.message}, ())
-    print(json.dumps(outcome.as_dict(), indent=2) if args.json else outcome_text(outcome))
+        if args.message is None:
+            return _chat_session(runtime, args, turns)
+        outcome, turns = _exchange(runtime, args, turns, args.message)
+    print(json.dumps(outcome.as_dict(), indent=2) if args.json else _shown(outcome))
     return 0 if outcome.status == 200 else 1
+
+
+def _shown(outcome: Any) -> str:
+    from .render import outcome_text
+
+    return str(outcome_text(outcome))
+
+
+def _exchange(runtime: Any, args: argparse.Namespace, turns: list[Any], message: str) -> Any:
+    """One message with the conversation so far; the file (--history) is rewritten after a
+    signed answer."""
+    from .conversation import ConversationError, after, save, to_send
+    from .edge import EdgeRefusal, parse_body
+    from .runtime import Outcome
+
+    settings = runtime.settings
+    history = to_send(turns, settings.history_max_turns)
+    request: dict[str, Any] = {"message": message, "history": history}
+    if args.page:
+        request["page"] = args.page
+    # As the widget does: the oldest exchanges go first when the body would pass the limit.
+    while request["history"] and len(json.dumps(request).encode()) > settings.body_max_bytes:
+        request["history"] = request["history"][2:]
+    try:
+        body = parse_body(json.dumps(request).encode(), settings)
+        outcome = runtime.send(body, ip=args.ip)
+    except EdgeRefusal as refusal:  # what API Gateway's validator would answer
+        outcome = Outcome(refusal.status, {"error": refusal.message}, ())
+    turns = after(turns, message, outcome.status, outcome.body)
+    if args.history:
+        try:
+            save(args.history, turns)
+        except ConversationError as exc:
+            raise CommandError(str(exc)) from None
+    return outcome, turns
+
+
+def _chat_session(runtime: Any, args: argparse.Namespace, turns: list[Any]) -> int:
+    """Questions from the terminal (or a pipe, one a line) until end of input; each
+    follow-up sends the answers signed so far, with this session's secrets."""
+    from .render import reply_text
+
+    interactive = sys.stdin.isatty()
+    if interactive:
+        print(
+            "chatguard chat: one question a line; follow-ups see the answers so far. Ctrl-D ends.",
+            file=sys.stderr,
+        )
+    while True:
+        try:
+            line = input("you> ") if interactive else sys.stdin.readline()
+        except EOFError:
+            return 0
+        if not interactive and not line:
+            return 0
+        message = line.strip()
+        if not message:
+            continue
+        outcome, turns = _exchange(runtime, args, turns, message)
+        if args.json:
+            print(json.dumps(outcome.as_dict()), flush=True)
+        else:
+            print(reply_text(outcome) + "\n", flush=True)
 
 
 @_one_line
@@ -283,9 +367,26 @@ def run_demo_command(args: argparse.Namespace) -> int:
 
 @_one_line
 def run_serve(args: argparse.Namespace) -> int:
+    from .listening import listen
+
+    # The port first: a taken port is one line at once, not after the runtime's start.
+    try:
+        sock = listen((args.host, args.port))
+    except OSError as exc:  # the port is taken, the host is not ours, ...
+        raise CommandError(
+            f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc} "
+            "(choose another with --port, or 0 for any free port)"
+        ) from None
+    try:
+        return _serve_on(sock, args)
+    finally:
+        sock.close()
+
+
+def _serve_on(sock: Any, args: argparse.Namespace) -> int:
     from .cors import OriginError, check_origins
     from .limits import summary
-    from .render import quiet_logs
+    from .render import message_lines, quiet_logs
     from .routes import EdgeOptions
     from .server import ChatServer
 
@@ -311,21 +412,19 @@ def run_serve(args: argparse.Namespace) -> int:
     for line in summary(settings):
         print(line, file=sys.stderr)
     with (
-        quiet_logs(show_libraries=False, show_steps=not args.quiet),
+        quiet_logs(show_libraries=False, show_steps=args.json_logs),
+        message_lines(enabled=not (args.quiet or args.json_logs)),
         open_runtime(args, settings) as runtime,
     ):
-        try:
-            server = ChatServer((args.host, args.port), runtime, options, site_dir=args.site)
-        except OSError as exc:  # the port is taken, the host is not ours, ...
-            raise CommandError(
-                f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
-            ) from None
+        server = ChatServer((args.host, args.port), runtime, options, site_dir=args.site, sock=sock)
         where = backend_name(runtime)
         print(f"chatguard serving {where} on {server.url} (Ctrl-C to stop)", flush=True)
         try:
             server.serve_forever()
         except KeyboardInterrupt:
-            pass  # uvicorn stopped gracefully, then re-raised the Ctrl-C
+            # uvicorn stopped gracefully, then re-raised the Ctrl-C: the shell's 130.
+            print("chatguard serve: stopped", file=sys.stderr)
+            return EXIT_INTERRUPTED
         finally:
             server.server_close()
     return 0
