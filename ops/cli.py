@@ -216,7 +216,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     print(verify.spend_notice(target), flush=True)
     checks = verify.run(target)
     print(verify.render(checks))
-    return 0 if all(c.passed for c in checks) else EXIT_FAILED
+    return verify.exit_code(checks, EXIT_FAILED)
 
 
 def _verify_target(args: argparse.Namespace) -> verify.Target:
