@@ -183,3 +183,13 @@ def test_the_idle_cost_table_adds_up_and_names_the_worst_month() -> None:
         f"(`monthly_ceiling_usd`, USD {ceiling:.2f}) is **USD {idle + ceiling:.2f}**"
     )
     assert worst in section, f"README should say: {worst}"
+
+
+def test_the_embed_section_leads_with_what_works_on_any_host() -> None:
+    """A static site elsewhere needs the widget's full URLs and its origin listed; the
+    same-origin shortcut comes second."""
+    section = _text("README.md").split("## Embed the widget", 1)[1].split("\n## ", 1)[0]
+    blocks = FENCE.findall(section)
+    assert 'endpoint="https://' in blocks[0] and 'src="https://' in blocks[0]
+    assert section.index("site_origins") < section.index(blocks[0])
+    assert "endpoint" not in blocks[1]
