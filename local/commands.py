@@ -61,6 +61,32 @@ def positive(kind: type[int] | type[float]) -> Any:
     return parse
 
 
+def usd_amount(text: str) -> str:
+    """argparse type: an amount in USD above zero, e.g. 0.50 (kept as text for Settings)."""
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an amount in USD, e.g. 0.50") from None
+    if not value.is_finite() or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} must be an amount above zero, e.g. 0.50")
+    return text
+
+
+def share(text: str) -> str:
+    """argparse type: a share of the daily ceiling in (0, 1], e.g. 0.05."""
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a share, e.g. 0.05") from None
+    if not value.is_finite() or not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text} must be above 0 and at most 1, e.g. 0.05")
+    return text
+
+
 def _add_runtime_options(parser: argparse.ArgumentParser) -> None:
     where = parser.add_argument_group("what it answers from")
     where.add_argument(
@@ -148,8 +174,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     _add_runtime_options(serve)
     _add_model_options(serve)
     money = serve.add_argument_group("limits (default: cdk.json)")
-    money.add_argument("--daily-ceiling-usd", metavar="USD", help="hard cap on a day's spend")
-    money.add_argument("--monthly-ceiling-usd", metavar="USD", help="hard cap on a month's")
+    money.add_argument(
+        "--daily-ceiling-usd", type=usd_amount, metavar="USD", help="hard cap on a day's spend"
+    )
+    money.add_argument(
+        "--monthly-ceiling-usd", type=usd_amount, metavar="USD", help="hard cap on a month's"
+    )
     money.add_argument(
         "--visitor-message-limit",
         type=positive(int),
@@ -158,6 +188,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     money.add_argument(
         "--visitor-cost-share",
+        type=share,
         metavar="SHARE",
         help="a visitor's share of the daily ceiling, in (0, 1]",
     )
