@@ -297,6 +297,7 @@ def backend_name(runtime: Any) -> str:
 
 @_one_line
 def run_chat(args: argparse.Namespace) -> int:
+    from . import chat_session
     from .conversation import ConversationError, load, local_signing_key
     from .render import quiet_logs
 
@@ -310,9 +311,12 @@ def run_chat(args: argparse.Namespace) -> int:
         quiet_logs(show_libraries=args.verbose, show_steps=args.verbose),
         open_runtime(args, settings, signing_key=key) as runtime,
     ):
-        if args.message is None:
-            return _chat_session(runtime, args, turns)
-        outcome, turns = _exchange(runtime, args, turns, args.message)
+        try:
+            if args.message is None:
+                return chat_session.session(runtime, args, turns)
+            outcome, turns = chat_session.exchange(runtime, args, turns, args.message)
+        except ConversationError as exc:  # the history file cannot be written
+            raise CommandError(str(exc)) from None
     print(json.dumps(outcome.as_dict(), indent=2) if args.json else _shown(outcome))
     return 0 if outcome.status == 200 else 1
 
@@ -321,63 +325,6 @@ def _shown(outcome: Any) -> str:
     from .render import outcome_text
 
     return str(outcome_text(outcome))
-
-
-def _exchange(runtime: Any, args: argparse.Namespace, turns: list[Any], message: str) -> Any:
-    """One message with the conversation so far; the file (--history) is rewritten after a
-    signed answer."""
-    from .conversation import ConversationError, after, save, to_send
-    from .edge import EdgeRefusal, parse_body
-    from .runtime import Outcome
-
-    settings = runtime.settings
-    history = to_send(turns, settings.history_max_turns)
-    request: dict[str, Any] = {"message": message, "history": history}
-    if args.page:
-        request["page"] = args.page
-    # As the widget does: the oldest exchanges go first when the body would pass the limit.
-    while request["history"] and len(json.dumps(request).encode()) > settings.body_max_bytes:
-        request["history"] = request["history"][2:]
-    try:
-        body = parse_body(json.dumps(request).encode(), settings)
-        outcome = runtime.send(body, ip=args.ip)
-    except EdgeRefusal as refusal:  # what API Gateway's validator would answer
-        outcome = Outcome(refusal.status, {"error": refusal.message}, ())
-    turns = after(turns, message, outcome.status, outcome.body)
-    if args.history:
-        try:
-            save(args.history, turns)
-        except ConversationError as exc:
-            raise CommandError(str(exc)) from None
-    return outcome, turns
-
-
-def _chat_session(runtime: Any, args: argparse.Namespace, turns: list[Any]) -> int:
-    """Questions from the terminal (or a pipe, one a line) until end of input; each
-    follow-up sends the answers signed so far, with this session's secrets."""
-    from .render import reply_text
-
-    interactive = sys.stdin.isatty()
-    if interactive:
-        print(
-            "chatguard chat: one question a line; follow-ups see the answers so far. Ctrl-D ends.",
-            file=sys.stderr,
-        )
-    while True:
-        try:
-            line = input("you> ") if interactive else sys.stdin.readline()
-        except EOFError:
-            return 0
-        if not interactive and not line:
-            return 0
-        message = line.strip()
-        if not message:
-            continue
-        outcome, turns = _exchange(runtime, args, turns, message)
-        if args.json:
-            print(json.dumps(outcome.as_dict()), flush=True)
-        else:
-            print(reply_text(outcome) + "\n", flush=True)
 
 
 @_one_line
