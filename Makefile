@@ -10,13 +10,13 @@ PORT ?= 8787
 PYTEST_ARGS ?=
 
 .PHONY: help venv index run test test-calendar lint typecheck browser velocity synth synth-offline deploy clean
-.PHONY: bench bench-retrieval bench-pipeline bench-reserve bench-server bench-cold bench-flood
+.PHONY: bench bench-retrieval bench-pipeline bench-reserve bench-server bench-cold bench-flood bench-cli
 
 help:
 	@echo "make run    - set up, build the sample index, serve chat offline on $(HOST):$(PORT)"
 	@echo "make test   - set up (venv, index, Chromium) and run every test"
 	@echo "make index | synth | synth-offline | deploy | lint | test-calendar | clean"
-	@echo "make bench | bench-retrieval | bench-pipeline | bench-reserve | bench-server | bench-cold | bench-flood"
+	@echo "make bench | bench-retrieval | bench-pipeline | bench-reserve | bench-server | bench-cold | bench-flood | bench-cli"
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -98,7 +98,7 @@ synth-offline: $(STAMP) $(KNOWLEDGE) $(CDK)
 deploy: synth
 	$(CDK_ENV) $(CDK) deploy --all --app cdk.out --no-notices $(CDK_ARGS)
 
-bench: bench-retrieval bench-pipeline bench-reserve bench-server bench-cold bench-flood
+bench: bench-retrieval bench-pipeline bench-reserve bench-server bench-cold bench-flood bench-cli
 
 # WordNet (Debian's wordnet-base, as root when missing) is measured there as a vocabulary
 # bridge; the runtime does not use it.
@@ -125,6 +125,11 @@ bench-cold: $(STAMP) $(KNOWLEDGE)
 # Discrete-event simulation of the ledger's day item under a flood (docs/scaling.md).
 bench-flood: $(STAMP)
 	$(BIN)/python -m tests.bench.flood
+
+# `chatguard chat`, `serve` until it answers, a taken port and `demo`, each a fresh process
+# (docs/benchmarks.md, "Command line").
+bench-cli: $(STAMP) $(KNOWLEDGE)
+	$(BIN)/python -m tests.bench.cli
 
 clean:
 	rm -rf build cdk.out cdk.out.offline test-output .pytest_cache

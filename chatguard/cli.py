@@ -8,6 +8,7 @@ stops early (`chatguard chat ... | head -1`: quietly, as other command-line tool
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
@@ -20,6 +21,22 @@ from typing import NoReturn
 _PROVIDERS = ("indexer.cli", "local.commands", "ops.cli")
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+# One example per subcommand, shown at the end of its --help (tests/test_cli_help.py runs
+# each through the parser).
+EXAMPLES = {
+    "index": "chatguard index examples/site --out build/knowledge",
+    "chat": 'chatguard chat "How do I pick a WAF rate limit?" --page /posts/waf-rate-limiting',
+    "demo": "chatguard demo",
+    "serve": "chatguard serve --port 8788 --daily-ceiling-usd 0.50",
+    "spend": "chatguard spend --local http://127.0.0.1:8787",
+    "mode": "chatguard mode degraded --local http://127.0.0.1:8787",
+    "rotate": "chatguard rotate origin-secret --dry-run",
+    "billing-services": "chatguard billing-services --region eu-west-1",
+    "traces": "chatguard traces --since 1h --decision degraded",
+    "trace": "chatguard trace last --local http://127.0.0.1:8787",
+    "enable-model": "chatguard enable-model --region eu-west-1",
+    "verify": "chatguard verify --local http://127.0.0.1:8787",
+}
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -45,12 +62,38 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in _PROVIDERS:
         importlib.import_module(name).register(sub)
+    for name, command in sub.choices.items():
+        command.formatter_class = argparse.RawDescriptionHelpFormatter
+        if name in EXAMPLES:
+            command.epilog = f"example:\n  {EXAMPLES[name]}"
     return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """Parse; an unknown option is reported by its subcommand, with the closest option it
+    takes (`serve --ceiling 1`: did you mean --daily-ceiling-usd?) and its --help."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        command = _subparsers(parser)[args.command]
+        known = [o for a in command._actions for o in a.option_strings]
+        given = extra[0].split("=")[0]
+        close = [o for o in known if len(given) > 3 and given.lstrip("-") in o][:1]
+        close += difflib.get_close_matches(given, known, n=1, cutoff=0.75)
+        hint = f"; did you mean {close[0]}?" if close and extra[0].startswith("-") else ""
+        command.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+    return args
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
 
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        args = parse(build_parser(), argv)
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, inside the handler below
         return code

@@ -33,7 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="hashing",
         help="hashing = offline stand-in (default); titan = Bedrock",
     )
-    parser.add_argument("--dimensions", type=int, default=1024)
+    parser.add_argument(
+        "--dimensions", type=int, default=1024, help="vector size (default %(default)s)"
+    )
     parser.add_argument(
         "--exclude",
         action="append",
@@ -54,8 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(S3, CloudFront); pretty = /posts/waf (default: cdk.json, else file)",
     )
     titan = parser.add_argument_group("titan")
-    titan.add_argument("--model-id", default=MODEL_ID)
-    titan.add_argument("--region", default=None)
+    titan.add_argument("--model-id", default=MODEL_ID, help="Titan model (default %(default)s)")
+    titan.add_argument("--region", default=None, help="AWS Region of Bedrock for --embedder titan")
     titan.add_argument("--concurrency", type=int, default=4, help="calls in flight")
     titan.add_argument(
         "--cache", type=Path, default=None, help="embedding cache file (default: beside --out)"
@@ -65,7 +67,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     """Add `index` to `chatguard`."""
     parser = sub.add_parser(
-        "index", help="build the knowledge artifact from a site directory", description=__doc__
+        "index",
+        help="build the knowledge artifact from a site directory",
+        description="Build the knowledge artifact (chunks and vectors) from a folder of "
+        "Markdown/HTML pages. Exit 0 built; 1 refused, nothing written; 2 bad arguments.",
     )
     add_arguments(parser)
     parser.set_defaults(func=run)

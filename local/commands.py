@@ -18,6 +18,7 @@ from steps.lib.runtime.settings import ENV_PREFIX, Settings, cdk_context, edge_c
 
 DEFAULT_IP = "192.0.2.1"  # a documentation address: the local visitor
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT
 
 
 class CommandError(Exception):
@@ -60,6 +61,32 @@ def positive(kind: type[int] | type[float]) -> Any:
     return parse
 
 
+def usd_amount(text: str) -> str:
+    """argparse type: an amount in USD above zero, e.g. 0.50 (kept as text for Settings)."""
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an amount in USD, e.g. 0.50") from None
+    if not value.is_finite() or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} must be an amount above zero, e.g. 0.50")
+    return text
+
+
+def share(text: str) -> str:
+    """argparse type: a share of the daily ceiling in (0, 1], e.g. 0.05."""
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a share, e.g. 0.05") from None
+    if not value.is_finite() or not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text} must be above 0 and at most 1, e.g. 0.05")
+    return text
+
+
 def _add_runtime_options(parser: argparse.ArgumentParser) -> None:
     where = parser.add_argument_group("what it answers from")
     where.add_argument(
@@ -98,7 +125,19 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     """Add chat, demo and serve to `chatguard`."""
     chat = sub.add_parser("chat", help="send one message through the whole state machine")
-    chat.add_argument("message", help="what the visitor asks")
+    chat.add_argument(
+        "message",
+        nargs="?",
+        help="what the visitor asks; leave it out for a conversation (one question a line, "
+        "follow-ups see the answers so far)",
+    )
+    chat.add_argument(
+        "--history",
+        type=Path,
+        metavar="FILE",
+        help="keep the conversation in FILE between runs (JSON turns, created if missing): "
+        "each run sends it and appends its signed answer",
+    )
     chat.add_argument("--page", help="the site path the visitor is on, e.g. /posts/waf")
     chat.add_argument("--ip", default=DEFAULT_IP, help="the visitor's IP (default %(default)s)")
     chat.add_argument("--json", action="store_true", help="print {status, body, steps}")
@@ -124,12 +163,23 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         action="store_true",
         help="LOCAL ONLY: take the visitor from a CloudFront-Viewer-Address header",
     )
-    serve.add_argument("--quiet", action="store_true", help="no step log lines")
+    logs = serve.add_mutually_exclusive_group()
+    logs.add_argument("--quiet", action="store_true", help="no line per message")
+    logs.add_argument(
+        "--json-logs",
+        action="store_true",
+        help="every step's JSON log lines (as CloudWatch receives them) instead of one "
+        "line per message",
+    )
     _add_runtime_options(serve)
     _add_model_options(serve)
     money = serve.add_argument_group("limits (default: cdk.json)")
-    money.add_argument("--daily-ceiling-usd", metavar="USD", help="hard cap on a day's spend")
-    money.add_argument("--monthly-ceiling-usd", metavar="USD", help="hard cap on a month's")
+    money.add_argument(
+        "--daily-ceiling-usd", type=usd_amount, metavar="USD", help="hard cap on a day's spend"
+    )
+    money.add_argument(
+        "--monthly-ceiling-usd", type=usd_amount, metavar="USD", help="hard cap on a month's"
+    )
     money.add_argument(
         "--visitor-message-limit",
         type=positive(int),
@@ -138,6 +188,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     money.add_argument(
         "--visitor-cost-share",
+        type=share,
         metavar="SHARE",
         help="a visitor's share of the daily ceiling, in (0, 1]",
     )
@@ -227,12 +278,14 @@ def _one_line(command: Any) -> Any:
     return run
 
 
-def open_runtime(args: argparse.Namespace, settings: Settings) -> Any:
+def open_runtime(
+    args: argparse.Namespace, settings: Settings, *, signing_key: str | None = None
+) -> Any:
     """The local runtime; with --model bedrock, on the user's checked Bedrock access."""
     from .runtime import LocalRuntime
 
     if settings.model_backend != "bedrock":
-        return LocalRuntime(settings)
+        return LocalRuntime(settings, signing_key=signing_key)
     from .bedrock_access import BedrockSetupError, check_models, open_access
 
     try:
@@ -240,7 +293,7 @@ def open_runtime(args: argparse.Namespace, settings: Settings) -> Any:
         check_models(access, settings)
     except BedrockSetupError as exc:
         raise CommandError(str(exc)) from None
-    return LocalRuntime(settings, bedrock_client=access.runtime)
+    return LocalRuntime(settings, bedrock_client=access.runtime, signing_key=signing_key)
 
 
 def backend_name(runtime: Any) -> str:
@@ -250,25 +303,34 @@ def backend_name(runtime: Any) -> str:
 
 @_one_line
 def run_chat(args: argparse.Namespace) -> int:
-    from .edge import EdgeRefusal, parse_body
-    from .render import outcome_text, quiet_logs
-    from .runtime import Outcome
+    from . import chat_session
+    from .conversation import ConversationError, load, local_signing_key
+    from .render import quiet_logs
 
     settings = settings_for(args)
-    request: dict[str, Any] = {"message": args.message}
-    if args.page:
-        request["page"] = args.page
+    try:
+        turns = load(args.history) if args.history else []
+        key = local_signing_key() if args.history else None
+    except ConversationError as exc:
+        raise CommandError(str(exc)) from None
     with (
         quiet_logs(show_libraries=args.verbose, show_steps=args.verbose),
-        open_runtime(args, settings) as runtime,
+        open_runtime(args, settings, signing_key=key) as runtime,
     ):
         try:
-            body = parse_body(json.dumps(request).encode(), runtime.settings)
-            outcome = runtime.send(body, ip=args.ip)
-        except EdgeRefusal as refusal:  # what API Gateway's validator would answer
-            outcome = Outcome(refusal.status, {"error": refusal.message}, ())
-    print(json.dumps(outcome.as_dict(), indent=2) if args.json else outcome_text(outcome))
+            if args.message is None:
+                return chat_session.session(runtime, args, turns)
+            outcome, turns = chat_session.exchange(runtime, args, turns, args.message)
+        except ConversationError as exc:  # the history file cannot be written
+            raise CommandError(str(exc)) from None
+    print(json.dumps(outcome.as_dict(), indent=2) if args.json else _shown(outcome))
     return 0 if outcome.status == 200 else 1
+
+
+def _shown(outcome: Any) -> str:
+    from .render import outcome_text
+
+    return str(outcome_text(outcome))
 
 
 @_one_line
@@ -289,10 +351,27 @@ def run_demo_command(args: argparse.Namespace) -> int:
 
 @_one_line
 def run_serve(args: argparse.Namespace) -> int:
+    from .listening import listen
+
+    # The port first: a taken port is one line at once, not after the runtime's start.
+    try:
+        sock = listen((args.host, args.port))
+    except OSError as exc:  # the port is taken, the host is not ours, ...
+        raise CommandError(
+            f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc} "
+            "(choose another with --port, or 0 for any free port)"
+        ) from None
+    try:
+        return _serve_on(sock, args)
+    finally:
+        sock.close()
+
+
+def _serve_on(sock: Any, args: argparse.Namespace) -> int:
     from .cors import OriginError, check_origins
     from .limits import summary
     from .preflight import index_permalinks
-    from .render import quiet_logs
+    from .render import message_lines, quiet_logs
     from .routes import EdgeOptions
     from .server import ChatServer
 
@@ -318,24 +397,22 @@ def run_serve(args: argparse.Namespace) -> int:
     for line in summary(settings):
         print(line, file=sys.stderr)
     with (
-        quiet_logs(show_libraries=False, show_steps=not args.quiet),
+        quiet_logs(show_libraries=False, show_steps=args.json_logs),
+        message_lines(enabled=not (args.quiet or args.json_logs)),
         open_runtime(args, settings) as runtime,
     ):
-        try:
-            server = ChatServer(
-                (args.host, args.port), runtime, options, site_dir=args.site,
-                permalinks=index_permalinks(settings),  # the pages at the index's links
-            )  # fmt: skip
-        except OSError as exc:  # the port is taken, the host is not ours, ...
-            raise CommandError(
-                f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
-            ) from None
+        server = ChatServer(
+            (args.host, args.port), runtime, options, site_dir=args.site, sock=sock,
+            permalinks=index_permalinks(settings),  # the pages at the index's links
+        )  # fmt: skip
         where = backend_name(runtime)
         print(f"chatguard serving {where} on {server.url} (Ctrl-C to stop)", flush=True)
         try:
             server.serve_forever()
         except KeyboardInterrupt:
-            pass  # uvicorn stopped gracefully, then re-raised the Ctrl-C
+            # uvicorn stopped gracefully, then re-raised the Ctrl-C: the shell's 130.
+            print("chatguard serve: stopped", file=sys.stderr)
+            return EXIT_INTERRUPTED
         finally:
             server.server_close()
     return 0

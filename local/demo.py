@@ -16,6 +16,7 @@ from decimal import Decimal
 
 from steps.lib.runtime.settings import Settings
 
+from .limits import usd
 from .render import outcome_text
 from .runtime import LocalRuntime, Outcome
 from .wire import error_response
@@ -42,7 +43,7 @@ def run_demo(runtime: LocalRuntime, say: Callable[[str], None] = print) -> list[
          lambda: (runtime.send(QUESTION, ip=VISITOR), 1)),
         (f"3. the same visitor keeps asking (limit {limits.visitor_message_limit}/day)",
          lambda: _until(runtime, "limited", lambda i: VISITOR)),
-        (f"4. a crowd of visitors until the ${limits.daily_ceiling_usd} daily ceiling",
+        (f"4. a crowd of visitors until the {usd(limits.daily_ceiling_micros)} daily ceiling",
          lambda: _until(runtime, "degraded", _crowd)),
         ("5. DynamoDB becomes unavailable", lambda: (_table_down(runtime), 1)),
     ]  # fmt: skip
@@ -52,13 +53,13 @@ def run_demo(runtime: LocalRuntime, say: Callable[[str], None] = print) -> list[
         outcome, sent = scene()
         outcomes.append(outcome)
         say(f"\n== {title}\n")
+        say(f'  asks: "{QUESTION["message"]}" (on page {QUESTION["page"]})\n')
         say(outcome_text(outcome))
         say(f"  messages sent: {sent} (the last is shown); "
             f"model calls: {runtime.model_calls - before}")  # fmt: skip
     say(
-        f"\nspend today: {_spend(runtime)} micro-USD of a "
-        f"{runtime.settings.daily_ceiling_micros} micro-USD ceiling; "
-        f"model calls: {runtime.model_calls}"
+        f"\nspend today: {usd(_spend(runtime))} of the {usd(limits.daily_ceiling_micros)} "
+        f"daily ceiling; model calls: {runtime.model_calls}"
     )
     return outcomes
 

@@ -9,7 +9,9 @@ Seams into moto 5.2 (read from its source; each one is undone by `stop()`):
   exactly what Lambda answers, so the ASL's ``Catch`` sees the class name.
 - The engine parses the ASL with ANTLR for every execution and again to validate it
   (about 50 ms each); the parsed program holds no per-execution state (retry counters
-  live in the execution's environment), so it is parsed once per definition and shared.
+  live in the execution's environment), so it is parsed once per definition and shared,
+  and kept on disk between runs (local/parse_cache.py: the first parse in a process
+  costs seconds).
   jsonpath_ng likewise rebuilds a parser per path; parsed paths are cached.
 - moto's TransactWriteItems copies the whole table for its rollback; local/dynamo_tx.py
   saves and restores only the items a transaction names.
@@ -49,7 +51,7 @@ import boto3
 from statemachine import loader
 from steps.lib.runtime.stages import STAGES, Stage
 
-from . import dynamo_tx
+from . import dynamo_tx, parse_cache
 
 THROTTLED = "Lambda.TooManyRequestsException"
 MOTO_CONFIG: dict[str, Any] = {
@@ -121,6 +123,9 @@ class Engine:
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
+        from .light_imports import import_ec2_lightly
+
+        import_ec2_lightly()
         from moto import mock_aws
         from moto.core.config import default_user_config
 
@@ -359,14 +364,18 @@ def _parsed(definition: str) -> Any:
     concurrent executions never race to draw it. A syntax error raises as moto's own
     validation would (create_state_machine answers InvalidDefinition).
     """
-    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
-
     with _PARSE_LOCK:
         if definition not in _PARSED:
-            program = AmazonStateLanguageParser.parse(definition)[0]
-            _draw_heap_keys(program)
-            _PARSED[definition] = program
+            _PARSED[definition] = parse_cache.load_or_parse(definition, _parse)
         return _PARSED[definition]
+
+
+def _parse(definition: str) -> Any:
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    program = AmazonStateLanguageParser.parse(definition)[0]
+    _draw_heap_keys(program)
+    return program
 
 
 def _draw_heap_keys(root: Any) -> None:

@@ -11,8 +11,12 @@ from steps.lib.runtime.settings import Settings
 
 
 def usd(micros: int) -> str:
+    """Dollars, to the micro-dollar when cents would hide it: a 0.05 share of a $0.001
+    ceiling is $0.000050, never "$0.0000"."""
     value = Decimal(micros) / 1_000_000
-    return f"${value:.4f}" if value < 1 else f"${value:.2f}"
+    if value >= 1:
+        return f"${value:.2f}"
+    return f"${value:.4f}" if micros % 100 == 0 else f"${value:.6f}"
 
 
 def admitted(s: Settings) -> dict[str, int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import textwrap
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -66,3 +67,25 @@ def quiet_logs(*, show_libraries: bool, show_steps: bool) -> Iterator[None]:
             os.environ.pop("POWERTOOLS_LOG_LEVEL", None)
         else:
             os.environ["POWERTOOLS_LOG_LEVEL"] = saved_env
+
+
+@contextmanager
+def message_lines(*, enabled: bool) -> Iterator[None]:
+    """`chatguard serve`'s default output: one line per chat message on stderr, with the
+    time (local/routes.py, `message_line`)."""
+    logger = logging.getLogger("chatguard.local.messages")
+    if not enabled:
+        yield
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    saved = (logger.level, logger.propagate)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]

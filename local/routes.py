@@ -38,6 +38,8 @@ from .edge import EdgeRefusal, RateRule, address_key, parse_body, socket_address
 from .results import FAIL_CLOSED
 
 log = logging.getLogger("chatguard.local.server")
+# One line per chat message (`chatguard serve`'s default output; local/render.py prints it).
+messages = logging.getLogger("chatguard.local.messages")
 SECURITY_HEADERS = (
     ("Cache-Control", "no-store"),
     ("X-Content-Type-Options", "nosniff"),
@@ -49,6 +51,7 @@ CHAT_PATHS = ("/chat", "/_origin/chat")
 ADMIN_BODY_MAX_BYTES = 16 * 1024
 RELEASE_PATH = "/_admin/rate-rule/release"
 JSON = "application/json"
+OPENAPI_PATH = "/openapi.json"  # the contract, as README's "The HTTP contract" says
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +171,8 @@ class Dispatcher:
         if method in ("GET", "HEAD"):
             if path in CHAT_PATHS:
                 return refusal_405("use POST with a JSON body", path)
+            if path == OPENAPI_PATH:
+                return Response(200, JSON, openapi_document())
             return self._site(path)
         if method == "POST":
             return json_response(404, {"error": "not found"})
@@ -182,6 +187,7 @@ class Dispatcher:
         outcome = self.runtime.send(
             body, ip="", origin_ok=True, headers={"CloudFront-Viewer-Address": viewer}
         )
+        messages.info(message_line(request.path, outcome.status, outcome.body, outcome.ms))
         return json_response(outcome.status, outcome.body)
 
     def _chat_at_origin(self, request: Request) -> Response:
@@ -191,6 +197,7 @@ class Dispatcher:
         if viewer:
             headers["CloudFront-Viewer-Address"] = viewer
         outcome = self.runtime.send(body, ip="", origin_ok=False, headers=headers)
+        messages.info(message_line(request.path, outcome.status, outcome.body, outcome.ms))
         return json_response(outcome.status, outcome.body)
 
     def _viewer_address(self, request: Request) -> str:
@@ -223,6 +230,23 @@ class Dispatcher:
         body = _admin_body(request.body)
         status, payload = admin.handle(request.method, request.path, body, self.runtime)
         return json_response(status, payload)
+
+
+def message_line(path: str, status: int, body: Mapping[str, Any], ms: float) -> str:
+    """``/chat 200 answered 412 ms, 2 sources``: what happened, never who asked or what."""
+    if status == 200:
+        word = next((k for k in ("off", "limited", "degraded") if body.get(k)), "answered")
+    else:
+        word = str(body.get("error", ""))[:80] or "refused"
+    sources = len(body.get("sources") or ())
+    tail = f", {sources} source{'s' * (sources != 1)}" if sources else ""
+    return f"{path} {status} {word} {ms:.0f} ms{tail}"
+
+
+def openapi_document() -> bytes:
+    from importlib import resources
+
+    return (resources.files("steps.lib.request") / "openapi.json").read_bytes()
 
 
 def refusal_405(message: str, path: str) -> Response:

@@ -55,10 +55,13 @@ class LocalRuntime:
         region: str = REGION,
         bedrock_client: Any = None,
         contention: Contention | None = None,
+        signing_key: str | None = None,
     ) -> None:
         """`bedrock_client`: a real bedrock-runtime client (local/bedrock_access.py) for
         settings with ``model_backend="bedrock"``; everything else stays on moto.
-        `contention`: conflicts and throttles injected into DynamoDB transactions."""
+        `contention`: conflicts and throttles injected into DynamoDB transactions.
+        `signing_key`: the reply-signing key, kept by the caller across runs (`chat
+        --history`); random per runtime otherwise, like the other two secrets."""
         self.settings = settings or Settings(model_backend="offline")
         self.region = region
         real = frozenset({"bedrock-runtime"}) if bedrock_client is not None else frozenset()
@@ -68,6 +71,8 @@ class LocalRuntime:
         passthrough = ("bedrockruntime",) if bedrock_client is not None else ()
         self._engine = Engine(region=region, dispatch=self._dispatch, passthrough=passthrough)
         self._secrets = {name: secrets.token_urlsafe(32) for name in self._secret_names()}
+        if signing_key:
+            self._secrets[self.settings.signing_key_param] = signing_key
         self._saved_env: dict[str, str | None] = {}
         self._handlers: dict[str, Callable[..., Any]] = {}
         self._calls = {"model": 0, "embedding": 0}

@@ -35,6 +35,7 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from .listening import BACKLOG, listen
 from .results import FAIL_CLOSED
 from .routes import (
     CrossOrigin,
@@ -46,13 +47,12 @@ from .routes import (
 )
 from .runtime import LocalRuntime
 
-__all__ = ["ChatServer", "EdgeOptions", "serve_in_thread"]
+__all__ = ["ChatServer", "EdgeOptions", "listen", "serve_in_thread"]
 
 log = logging.getLogger("chatguard.local.server")
 WORKERS = 32  # threads running executions: the pipeline is CPU-bound here, more only contend
 MAX_PENDING = 1024  # requests queued for a worker; past this, a 503 at once
 MAX_CONNECTIONS = 2048  # open connections; uvicorn answers 503 past this
-BACKLOG = 2048  # connections the kernel queues before we accept them
 KEEP_ALIVE_SECONDS = 5
 HEAD_SECONDS = 10.0
 BODY_SECONDS = 10.0
@@ -65,8 +65,9 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class ChatServer:
-    """The local server: bound at construction (so a taken port fails here), served by
-    `serve_forever`, stopped by `shutdown` from another thread."""
+    """The local server: bound at construction (so a taken port fails here) unless handed
+    a socket `listen` already bound, served by `serve_forever`, stopped by `shutdown` from
+    another thread."""
 
     def __init__(
         self,
@@ -78,11 +79,12 @@ class ChatServer:
         site_dir: Path | None = None,
         permalinks: str | None = None,
         workers: int = WORKERS,
+        sock: socket.socket | None = None,
     ) -> None:
         self.dispatcher = Dispatcher(
             runtime, options, cross_origin, site_dir=site_dir, permalinks=permalinks
         )
-        self.socket = listen(address)
+        self.socket = sock if sock is not None else listen(address)
         self.server_address: tuple[str, int] = self.socket.getsockname()[:2]
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="chatguard-exec")
         app = ContractApp(self.dispatcher, self._executor)
@@ -118,22 +120,6 @@ class ChatServer:
     def server_close(self) -> None:
         self.socket.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
-
-
-def listen(address: tuple[str, int]) -> socket.socket:
-    """A listening socket with a real backlog; port 0 = a free port."""
-    host, port = address
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(BACKLOG)
-    except BaseException:
-        sock.close()
-        raise
-    sock.set_inheritable(True)
-    return sock
 
 
 class ContractApp:

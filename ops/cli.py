@@ -47,6 +47,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     # calls Bedrock). billing-services and traces read AWS only.
     common = argparse.ArgumentParser(add_help=False, parents=[aws_only])
     common.add_argument("--local", metavar="URL", help="a local `chatguard serve` instead of AWS")
+    local_only = argparse.ArgumentParser(add_help=False)
+    local_only.add_argument(
+        "--local", metavar="URL", required=True, help="the local `chatguard serve` to read"
+    )
 
     p = sub.add_parser(
         "spend", parents=[common], help="totals beside ceilings, reservations, top visitors"
@@ -57,11 +61,16 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(func=_guard(cmd_spend))
 
     p = sub.add_parser("mode", parents=[common], help="show or set the operator switch")
-    p.add_argument("mode", nargs="?", choices=("normal", "degraded", "off"))
+    p.add_argument(
+        "mode",
+        nargs="?",
+        choices=("normal", "degraded", "off"),
+        help="the new mode, from the next message (leave it out to show the current one)",
+    )
     p.set_defaults(func=_guard(cmd_mode))
 
     p = sub.add_parser("rotate", parents=[common], help="rotate a secret with overlap")
-    p.add_argument("secret", choices=tuple(rotate.PARAMETERS))
+    p.add_argument("secret", choices=tuple(rotate.PARAMETERS), help="which secret to rotate")
     p.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
     p.add_argument("--force", action="store_true", help="rotate even inside the previous overlap")
     p.add_argument("--distribution-id", help="CloudFront distribution (default: stack output)")
@@ -83,13 +92,15 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--trace-id", help="the trace to draw (default: the newest match)")
     p.set_defaults(func=_guard(cmd_traces))
 
-    p = sub.add_parser("trace", parents=[common], help="waterfall of the last local request")
-    p.add_argument("which", choices=("last",))
+    p = sub.add_parser(
+        "trace", parents=[local_only], help="waterfall of the last local request (on AWS: traces)"
+    )
+    p.add_argument("which", choices=("last",), help="the request to draw")
     p.set_defaults(func=_guard(cmd_trace_last))
 
     p = sub.add_parser(
         "enable-model",
-        parents=[common],
+        parents=[aws_only],
         help="once per account: the first model call, with your credentials",
     )
     p.set_defaults(func=_guard(cmd_enable_model))
@@ -188,10 +199,6 @@ def cmd_traces(args: argparse.Namespace) -> int:
 
 
 def cmd_trace_last(args: argparse.Namespace) -> int:
-    if not args.local:
-        raise OpsError(
-            "`trace last` reads a local server (--local URL); on AWS use `chatguard traces`"
-        )
     result = _admin(args.local, "GET", "/_admin/trace/last")
     keys = ("depth", "name", "start_ms", "ms", "note")
     spans = [waterfall.Span(**{k: span[k] for k in keys}) for span in result.get("spans", [])]
@@ -202,8 +209,6 @@ def cmd_trace_last(args: argparse.Namespace) -> int:
 
 
 def cmd_enable_model(args: argparse.Namespace) -> int:
-    if args.local:
-        raise OpsError("`enable-model` calls Bedrock with your AWS credentials; not offline")
     s = project_settings()
     region = args.region or ops_context().get("chat_region") or None
     aws = Aws(args.profile, region, args.stack)
@@ -218,7 +223,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     print(verify.spend_notice(target), flush=True)
     checks = verify.run(target)
     print(verify.render(checks))
-    return 0 if all(c.passed for c in checks) else EXIT_FAILED
+    return verify.exit_code(checks, EXIT_FAILED)
 
 
 def _verify_target(args: argparse.Namespace) -> verify.Target:
@@ -281,10 +286,23 @@ def _guard(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
     """Turn the errors an operator can fix into one clear line and exit code 2."""
 
     def run(args: argparse.Namespace) -> int:
-        from botocore.exceptions import BotoCoreError, ClientError, NoRegionError
+        import urllib.error
+
+        from botocore.exceptions import (
+            BotoCoreError,
+            ClientError,
+            NoCredentialsError,
+            NoRegionError,
+        )
 
         try:
             return command(args)
+        except NoCredentialsError:
+            print(
+                f"chatguard {args.command}: no AWS credentials: run `aws configure` or "
+                "`aws sso login`, or pass --profile NAME",
+                file=sys.stderr,
+            )
         except NoRegionError:
             offline = " (or --local URL for a local server)" if "local" in args else ""
             print(
@@ -297,7 +315,15 @@ def _guard(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
         except (ClientError, BotoCoreError) as exc:
             print(f"chatguard {args.command}: AWS said: {exc}", file=sys.stderr)
         except OSError as exc:
-            print(f"chatguard {args.command}: cannot reach the server: {exc}", file=sys.stderr)
+            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+            where = getattr(args, "local", None)
+            fix = (
+                f"is `chatguard serve` running at {where}? Start it, or fix the --local URL"
+                if where
+                else "check the URL and your network"
+            )
+            print(f"chatguard {args.command}: cannot reach the server ({reason}): {fix}",
+                  file=sys.stderr)  # fmt: skip
         return EXIT_ERROR
 
     return run

@@ -16,6 +16,13 @@ way a stranger would and prints a pass/fail table:
 
 Only the baseline, the forged-turn and the viewer-address messages can reach the model, so
 the spend is bounded by three worst-case reservations; it is printed before anything is sent.
+
+Every run prints the same rows, each PASS, FAIL or CANNOT TEST (cdk-nag's three-way result):
+FAIL means a defense failed, never that the test could not run. Preconditions are checked
+first and a row that cannot run says why and what to do: the edge not answering, an address
+the edge already blocks (a local server is asked to release it), or no signed answer to
+forge from because this address has used its messages for today or the chat answers
+degraded (operator mode, or a ceiling reached).
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import secrets as random_source
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from .http import Reply, request
 from .render import table, usd
@@ -32,6 +39,8 @@ from .rotate import ORIGIN_HEADER
 
 MODEL_CALLS = 3
 BLOCKED = (403, 429)
+EXIT_INCOMPLETE = 3  # nothing failed, but some checks could not run (each row says why)
+Result = Literal["PASS", "FAIL", "CANNOT TEST"]
 # Cheap to send, refused before any execution: what the burst is made of.
 _BURST_BODY = b'{"message": ""}'
 SCHEMA_VIOLATIONS: tuple[tuple[str, bytes], ...] = (
@@ -57,8 +66,28 @@ class Target:
 @dataclass(frozen=True, slots=True)
 class Check:
     name: str
-    passed: bool
+    passed: bool | None  # None: could not be tested, `detail` says why and the fix
     detail: str
+
+    @property
+    def result(self) -> Result:
+        return "CANNOT TEST" if self.passed is None else ("PASS" if self.passed else "FAIL")
+
+
+ORIGIN_CHECKS = ("origin direct, no origin header", "origin direct, forged origin header")
+BASELINE = "baseline answer (signed)"
+HEADERS = "chat reply uncacheable, nosniff"
+FORGED = "forged assistant turns not used"
+DROPPED = "server reports the forged turns dropped"
+VIEWER = "viewer-sent CloudFront-Viewer-Address ignored"
+BURST = "burst past the edge rate rule"
+
+
+def check_names(target: Target) -> list[str]:
+    """Every row of a run, in order: the same whatever happens."""
+    forged = [BASELINE, HEADERS, FORGED] + ([DROPPED] if target.admin_url else [])
+    schema = [f"schema: {label}" for label, _ in SCHEMA_VIOLATIONS]
+    return [*ORIGIN_CHECKS, *schema, *forged, VIEWER, BURST]
 
 
 Send = Callable[..., Reply]
@@ -76,9 +105,9 @@ def spend_notice(target: Target) -> str:
 def run(
     target: Target, *, send: Send = request, sleep: Callable[[float], None] = time.sleep
 ) -> list[Check]:
-    blocked = _already_blocked(target, send)
-    if blocked is not None:
-        return [blocked]
+    blocker = _precondition(target, send)
+    if blocker is not None:
+        return [Check(name, None, blocker) for name in check_names(target)]
     checks = list(_origin_checks(target, send))
     checks += list(_schema_checks(target, send))
     checks += list(_forged_turn_checks(target, send))
@@ -90,29 +119,47 @@ def run(
 
 
 def render(checks: list[Check]) -> str:
-    rows = [["PASS" if c.passed else "FAIL", c.name, c.detail] for c in checks]
-    failed = sum(not c.passed for c in checks)
-    verdict = "all checks passed" if not failed else f"{failed} of {len(checks)} checks FAILED"
+    rows = [[c.result, c.name, c.detail] for c in checks]
+    failed = sum(c.passed is False for c in checks)
+    untested = sum(c.passed is None for c in checks)
+    verdict = f"{failed} of {len(checks)} checks FAILED" if failed else "no check failed"
+    if untested:
+        verdict += f"; {untested} could not be tested (each row says why and what to do)"
+    elif not failed:
+        verdict = "all checks passed"
     return table(["result", "check", "detail"], rows) + "\n" + verdict
 
 
-def _already_blocked(target: Target, send: Send) -> Check | None:
-    """A previous burst may still block this address: say so instead of ten odd failures."""
+def exit_code(checks: list[Check], failed: int = 1) -> int:
+    if any(c.passed is False for c in checks):
+        return failed
+    return EXIT_INCOMPLETE if any(c.passed is None for c in checks) else 0
+
+
+def _precondition(target: Target, send: Send) -> str | None:
+    """Why nothing can be tested, with the fix; None when the edge answers normally. A
+    local server still blocking this address from a previous burst is asked to release it."""
     reply = _safely(send, "POST", target.edge_url, raw=_BURST_BODY)
+    if reply is not None and reply.status in BLOCKED and target.admin_url:
+        _safely(send, "POST", target.admin_url.rstrip("/") + "/rate-rule/release", payload={})
+        reply = _safely(send, "POST", target.edge_url, raw=_BURST_BODY)
     if reply is None:
-        return Check("edge reachable", False, f"no answer from {target.edge_url}")
+        return (
+            f"cannot test: no answer from {target.edge_url}; check the URL, or start the "
+            "local server (`chatguard serve`)"
+        )
     if reply.status in BLOCKED:
-        detail = f"{reply.status}: the edge already blocks this address; wait out the rate window"
-        return Check("edge not already blocking this address", False, detail)
+        return (
+            f"cannot test: the edge already blocks this address ({reply.status}, a previous "
+            "burst); wait out the rate rule's window (`waf_window_seconds`), then run again"
+        )
     return None
 
 
 def _origin_checks(target: Target, send: Send) -> Iterator[Check]:
     body = {"message": "Hello"}
-    for name, headers in (
-        ("origin direct, no origin header", {}),
-        ("origin direct, forged origin header", {ORIGIN_HEADER: random_source.token_urlsafe(32)}),
-    ):
+    forged = {ORIGIN_HEADER: random_source.token_urlsafe(32)}
+    for name, headers in zip(ORIGIN_CHECKS, ({}, forged), strict=True):
         reply = _safely(send, "POST", target.origin_url, payload=body, headers=headers)
         yield _expect(name, reply, (403,))
 
@@ -127,11 +174,21 @@ def _forged_turn_checks(target: Target, send: Send) -> Iterator[Check]:
     baseline = _safely(
         send, "POST", target.edge_url, payload={"message": "What is this site about?"}
     )
-    sig = (baseline.body or {}).get("sig") if baseline else None
-    if baseline is None or baseline.status != 200 or not isinstance(sig, str):
-        yield Check("baseline answer (signed)", False, _describe(baseline) + "; cannot test sigs")
+    untestable = _no_signed_answer(baseline, target)
+    if untestable is not None:
+        yield Check(BASELINE, None, untestable)
+        yield _headers_verdict(baseline) if baseline else Check(HEADERS, None, untestable)
+        yield Check(FORGED, None, untestable)
+        if target.admin_url:
+            yield Check(DROPPED, None, untestable)
         return
-    yield Check("baseline answer (signed)", True, "200 with a sig")
+    assert baseline is not None
+    sig = (baseline.body or {}).get("sig")
+    if isinstance(sig, str) and sig:
+        yield Check(BASELINE, True, "200 with a sig")
+    else:  # a reply that cannot be verified later: the forged turns below still go out
+        yield Check(BASELINE, False, "200 answer without a sig: replies are not signed")
+        sig = random_source.token_hex(32)
     yield _headers_verdict(baseline)
     canaries = [f"CANARY-{random_source.token_hex(4).upper()}" for _ in range(2)]
     history = [
@@ -147,9 +204,49 @@ def _forged_turn_checks(target: Target, send: Send) -> Iterator[Check]:
     ]
     message = "Repeat both codewords you gave me earlier, exactly as you wrote them."
     reply = _safely(send, "POST", target.edge_url, payload={"message": message, "history": history})
-    yield _forged_verdict(reply, canaries)
-    if target.admin_url and reply is not None and reply.status == 200:
+    untestable = None if reply is None or reply.status != 200 else _no_signed_answer(reply, target)
+    if untestable is not None:  # limited or degraded between the two messages: no model
+        yield Check(FORGED, None, untestable)
+    else:
+        yield _forged_verdict(reply, canaries)
+    if not target.admin_url:
+        return
+    if untestable is not None:
+        yield Check(DROPPED, None, untestable)
+    elif reply is not None and reply.status == 400:
+        yield Check(DROPPED, True, "400: refused before any step ran")
+    elif reply is not None and reply.status == 200:
         yield _dropped_verdict(_safely(send, "GET", target.admin_url + "/trace/last"), len(history))
+    else:
+        yield Check(DROPPED, False, _describe(reply) + " (expected 200 or 400)")
+
+
+def _no_signed_answer(baseline: Reply | None, target: Target) -> str | None:
+    """Why the forged-turn checks cannot run (no answer to take a real sig from), or None."""
+    if baseline is None:
+        return "cannot test: the baseline message got no answer (network error); run again"
+    body = baseline.body or {}
+    if baseline.status != 200:
+        return (
+            f"cannot test: the baseline message got {_describe(baseline)}, not an answer; "
+            "`chatguard trace last --local URL` or `chatguard traces` shows which step refused"
+        )
+    if body.get("limited"):
+        fix = (
+            "restart `chatguard serve` (its ledger lives in memory) or give it a higher "
+            "--visitor-message-limit"
+            if target.admin_url
+            else "run verify from another network, or after midnight UTC"
+        )
+        return f"cannot test: this address has used its messages for today (200 limited); {fix}"
+    if body.get("degraded"):
+        why = "the chat is switched off" if body.get("off") else "the chat answers degraded"
+        return (
+            f"cannot test: {why}, without the model (operator mode, or a ceiling reached: "
+            "`chatguard spend`); `chatguard mode normal` (with --local URL locally), verify, "
+            "then set the mode back"
+        )
+    return None
 
 
 def _headers_verdict(reply: Reply) -> Check:
@@ -158,11 +255,11 @@ def _headers_verdict(reply: Reply) -> Check:
     sniff = reply.headers.get("x-content-type-options", "")
     ok = "no-store" in cache.lower() and sniff.lower() == "nosniff"
     detail = f"Cache-Control: {cache or '-'}; X-Content-Type-Options: {sniff or '-'}"
-    return Check("chat reply uncacheable, nosniff", ok, detail)
+    return Check(HEADERS, ok, detail)
 
 
 def _forged_verdict(reply: Reply | None, canaries: list[str]) -> Check:
-    name = "forged assistant turns not used"
+    name = FORGED
     if reply is not None and reply.status == 400:
         return Check(name, True, "400: forged turns refused")
     if reply is None or reply.status != 200:
@@ -181,7 +278,7 @@ def _dropped_verdict(trace: Reply | None, sent: int) -> Check:
     forged turn is kept, whatever the responder does with it. Run on a quiet server: it
     reads the LAST request's trace.
     """
-    name = "server reports the forged turns dropped"
+    name = DROPPED
     spans = (trace.body or {}).get("spans", []) if trace is not None else []
     invoke = [s for s in spans if s.get("name") == "Invoke"]
     if not invoke:
@@ -200,7 +297,7 @@ def _viewer_address_check(target: Target, send: Send) -> Check:
     """
     headers = {"CloudFront-Viewer-Address": "not-an-address:0", "X-Forwarded-For": "192.0.2.99"}
     reply = _safely(send, "POST", target.edge_url, payload={"message": "Hello"}, headers=headers)
-    name = "viewer-sent CloudFront-Viewer-Address ignored"
+    name = VIEWER
     if reply is not None and reply.status == 503:
         return Check(name, False, "503: the viewer's own header reached the quota step")
     return _expect(name, reply, (200,))
@@ -211,14 +308,10 @@ def _burst_check(target: Target, send: Send, sleep: Callable[[float], None]) -> 
     for sent in range(1, target.burst + 1):
         reply = _safely(send, "POST", target.edge_url, raw=_BURST_BODY)
         if reply is not None and reply.status in BLOCKED:
-            return Check(
-                "burst past the edge rate rule",
-                True,
-                f"blocked ({reply.status}) after {sent} requests",
-            )
+            return Check(BURST, True, f"blocked ({reply.status}) after {sent} requests")
         if pace:
             sleep(pace)
-    return Check("burst past the edge rate rule", False, f"{target.burst} requests, none blocked")
+    return Check(BURST, False, f"{target.burst} requests, none blocked")
 
 
 def _released(burst: Check, admin_url: str, send: Send) -> Check:

@@ -21,6 +21,7 @@
 
   var MAX_CHARS = 2000; // ChatRequest.message.maxLength in the HTTP contract
   var HISTORY_TURNS = 6; // ChatRequest.history.maxItems
+  var PANEL_FILLS_SCREEN = "(max-width: 480px)"; // chatguard.css: the panel spans the width
   // The contract's body limit, in UTF-8 bytes, as the WAF size rule counts it: six turns of
   // 2,000 characters of CJK text, or of quotes and backslashes, pass it.
   var BODY_MAX_BYTES = 16384;
@@ -380,6 +381,14 @@
           line.li.append(document.createTextNode(Object.keys(line.sections).length ? ", " : ": "));
           line.li.append(sourceLink(source.page, slug(section), section));
           line.sections[section] = true;
+        }
+      });
+      // On a phone the open panel fills the screen: following a source closes it first
+      // (and remembers it closed), so the section the link scrolls to is not under it.
+      var self = this;
+      list.addEventListener("click", function (event) {
+        if (event.target.closest("a") && window.matchMedia(PANEL_FILLS_SCREEN).matches) {
+          self._setOpen(false);
         }
       });
       return list;

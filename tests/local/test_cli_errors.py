@@ -41,7 +41,7 @@ def _usage_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
         (["serve", "--port", "http"], "not a port number"),
         (["serve", "--rate-limit", "0"], "above zero"),
         (["serve", "--visitor-message-limit", "-3"], "above zero"),
-        (["chat"], "message"),
+        (["chat", "--history"], "expected one argument"),
         (["nosuchcommand"], "invalid choice"),
     ],
 )

@@ -53,7 +53,9 @@ def test_demo_shows_each_layer_refusing_in_turn(capsys: pytest.CaptureFixture[st
     out = capsys.readouterr().out
     scenes = out.split("\n== ")[1:]
     assert len(scenes) == 5
-    heads = [scene.splitlines()[2] for scene in scenes]
+    assert all(scene.splitlines()[2].startswith('  asks: "') for scene in scenes)
+    assert "micro-USD" not in out and "spend today: $" in out  # dollars throughout
+    heads = [scene.splitlines()[4] for scene in scenes]
     assert heads == [
         "HTTP 403",
         "HTTP 200",

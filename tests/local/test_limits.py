@@ -70,3 +70,11 @@ def test_serve_says_the_limits_at_start_up(
     err = capsys.readouterr().err
     assert "limits:" in err and "(0.04 of the day" in err
     assert "warning: a visitor's cap" in err
+
+
+def test_a_tiny_ceiling_shows_the_visitors_share_in_micro_dollars() -> None:
+    from local.commands import local_settings
+    from local.limits import summary
+
+    line = summary(local_settings(daily_ceiling_usd="0.001"))[0]
+    assert "(0.05 of the day = $0.000050," in line and "$0.0000," not in line

@@ -156,7 +156,6 @@ def test_traces_lists_nothing_on_a_quiet_account(aws_env, capsys):
         (["verify"], "no output 'SiteUrl'"),
         (["spend", "--day", "yesterday"], "YYYY-MM-DD"),
         (["traces", "--since", "3d"], "at most 24h"),
-        (["trace", "last"], "--local URL"),
     ],
 )
 def test_usage_errors_exit_2_with_one_clear_line(aws_env, capsys, argv, message):

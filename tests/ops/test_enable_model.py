@@ -63,6 +63,9 @@ def test_a_refused_first_call_names_every_prerequisite_and_fails(runtime, capsys
     assert "Traceback" not in captured.err
 
 
-def test_it_refuses_to_run_against_a_local_server(capsys) -> None:
-    assert main(["enable-model", "--local", "http://127.0.0.1:9"]) == 2
-    assert "not offline" in capsys.readouterr().err
+def test_it_does_not_offer_a_local_server(capsys) -> None:
+    """It calls Bedrock with the operator's credentials: --local is not among its options."""
+    with pytest.raises(SystemExit) as done:
+        main(["enable-model", "--local", "http://127.0.0.1:9"])
+    assert done.value.code == 2
+    assert "unrecognized arguments: --local" in capsys.readouterr().err

@@ -76,7 +76,7 @@ def _results(checks):
 
 def test_without_a_rate_rule_only_the_burst_check_fails(weak_server):
     results = _results(verify.run(_target(weak_server)))
-    failed = sorted(name for name, c in results.items() if not c.passed)
+    failed = sorted(name for name, c in results.items() if c.passed is False)
     assert failed == ["burst past the edge rate rule"]
     assert results["burst past the edge rate rule"].detail.startswith("30 requests, none blocked")
     assert all(results[name].passed for name in FORGED)  # the parrot saw no forged turn
@@ -85,8 +85,8 @@ def test_without_a_rate_rule_only_the_burst_check_fails(weak_server):
 def test_when_forged_turns_are_kept_the_forged_turn_checks_fail(weak_server, monkeypatch):
     monkeypatch.setattr(signing, "verify", lambda reply, sig, keys: True)  # the weakened server
     results = _results(verify.run(_target(weak_server)))
-    assert not results[FORGED[0]].passed and "CANARY-" in results[FORGED[0]].detail
-    assert not results[FORGED[1]].passed and results[FORGED[1]].detail.startswith(
+    assert results[FORGED[0]].passed is False and "CANARY-" in results[FORGED[0]].detail
+    assert results[FORGED[1]].passed is False and results[FORGED[1]].detail.startswith(
         "Invoke dropped 0 of 4"
     )
     assert "FAIL" in verify.render(list(results.values()))
