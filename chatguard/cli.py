@@ -36,6 +36,7 @@ EXAMPLES = {
     "trace": "chatguard trace last --local http://127.0.0.1:8787",
     "enable-model": "chatguard enable-model --region eu-west-1",
     "verify": "chatguard verify --local http://127.0.0.1:8787",
+    "doctor": "chatguard doctor --region eu-west-1 --profile prod",
 }
 
 
@@ -64,8 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
         importlib.import_module(name).register(sub)
     for name, command in sub.choices.items():
         command.formatter_class = argparse.RawDescriptionHelpFormatter
-        if name in EXAMPLES:
-            command.epilog = f"example:\n  {EXAMPLES[name]}"
+        if name in EXAMPLES:  # a command's own longer epilog (doctor's variants) follows it
+            own = f"\n\n{command.epilog}" if command.epilog else ""
+            command.epilog = f"example:\n  {EXAMPLES[name]}{own}"
     return parser
 
 

@@ -148,6 +148,7 @@ def exit_code(checks: Sequence[Check]) -> int:
     return 1 if any(c.outcome == "FAIL" for c in checks) else 0
 
 
+# Shown after the one example chatguard/cli.py's EXAMPLES gives every command.
 EXAMPLES = """examples:
   chatguard doctor                               # the stack of cdk.json's chat_region
   chatguard doctor --region eu-west-1 --profile prod
