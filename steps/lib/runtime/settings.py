@@ -47,7 +47,7 @@ class Settings:
     # Pacing (steps/lib/money/pacing.py): "on" releases the day's ceiling along a curve,
     # burst share at 00:00 UTC, then flat or by pacing_curve's 24 hourly weights.
     pacing: str = "on"
-    pacing_burst_share: Decimal = Decimal("0.25")
+    pacing_burst_share: Decimal = Decimal("0.5")
     pacing_curve: str = ""
     model_id: str = "global.anthropic.claude-haiku-4-5-20251001-v1:0"
     embedding_model_id: str = "amazon.titan-embed-text-v2:0"
