@@ -38,6 +38,7 @@ from .ledger_items import (
     reservation_key,
     settlement_items,
     shard_pk,
+    shards_key,
     visitor_key,
 )
 from .spent_memo import SpentMemo
@@ -49,7 +50,7 @@ __all__ = [
     "Mode", "Pace", "QuotaResult", "Refusal", "Reservation", "Settlement", "count_message",
     "day_expiry", "day_key", "get_item", "month_expiry", "month_key", "month_of",
     "read_cost", "read_mode", "reconcile", "reservation_key", "reserve", "shard_order",
-    "shard_pk", "visitor_key",
+    "shard_pk", "shards_key", "visitor_key",
 ]  # fmt: skip
 
 Mode = Literal["normal", "degraded", "off"]
