@@ -219,6 +219,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         help="bill every answer at the worst the provider could bill for what was sent "
         "(input at its byte bound, maxTokens of output): the money path's adversary",
     )
+    money.add_argument("--pacing", choices=("on", "off"), help="release the day's ceiling "
+                       "along a curve (steps/lib/money/pacing.py)")  # fmt: skip
+    money.add_argument("--pacing-burst-share", metavar="SHARE", help="share released at 00:00")
+    money.add_argument("--pacing-curve", metavar="W0,...,W23", help="24 hourly weights (UTC)")
     serve.add_argument(
         "--site-origin",
         action="append",
@@ -383,7 +387,9 @@ def _serve_on(sock: Any, args: argparse.Namespace) -> int:
         visitor_cost_share=args.visitor_cost_share,
         body_max_bytes=args.body_max_bytes,
         offline_usage="worst" if args.worst_case_usage else None,
-    )
+        pacing=args.pacing, pacing_burst_share=args.pacing_burst_share,
+        pacing_curve=args.pacing_curve,
+    )  # fmt: skip
     origins = args.site_origin
     try:
         allowed = check_origins(

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypedDict
 
-from steps.lib.money import ledger
+from steps.lib.money import ledger, pacing
 from steps.lib.request.identity import day_of
 from steps.lib.runtime.settings import MAX_SHARDS, Settings
 
@@ -34,6 +34,8 @@ class SpendReport(TypedDict):
     visitor_ceiling_micros: int
     reserve_micros: int
     ceiling_shards: int
+    paced_released_micros: int | None  # what pacing has released of the day (None: off)
+    paced_at: str  # the UTC time it was computed at, HH:MM
     open_reservations: int
     open_micros: int
     settled_reservations: int
@@ -79,6 +81,10 @@ def collect(
         _n(_get(client, table_name, ledger.month_key(month, k), now), "costMicros") for k in shards
     )
     mode_item = _get(client, table_name, ledger.MODE_KEY, now)
+    # The count the month recorded (its reservations use it), else the configured one.
+    shards_item = _get(client, table_name, ledger.shards_key(month), now)
+    recorded = _n(shards_item, "shards") or s.ceiling_shards
+    released = _released(s, day, recorded, now)
     visitors: list[dict[str, Any]] = []
     res = {"open": 0, "open_micros": 0, "settled": 0, "settled_reserved": 0, "settled_actual": 0}
     for item in _scan(client, table_name, day, now):
@@ -104,7 +110,9 @@ def collect(
         month_ceiling_micros=s.monthly_ceiling_micros,
         visitor_ceiling_micros=s.visitor_ceiling_micros,
         reserve_micros=largest_reserve_micros(s),
-        ceiling_shards=s.ceiling_shards,
+        ceiling_shards=recorded,
+        paced_released_micros=released,
+        paced_at=datetime.fromtimestamp(now, UTC).strftime("%H:%M"),
         open_reservations=res["open"],
         open_micros=res["open_micros"],
         settled_reservations=res["settled"],
@@ -131,6 +139,10 @@ def render(report: SpendReport) -> str:
         ],
     ]
     lines = [f"mode: {report['mode']}", table(["total", "spent", "ceiling", "used"], rows), ""]
+    if report["paced_released_micros"] is not None:
+        lines.insert(1, f"paced: {usd(report['paced_released_micros'])} of "
+                        f"{usd(report['day_ceiling_micros'])} released at "
+                        f"{report['paced_at']} UTC")  # fmt: skip
     lines.append(
         f"reservations on {report['day']}: {report['open_reservations']} open "
         f"({usd(report['open_micros'])} held), {report['settled_reservations']} settled "
@@ -160,6 +172,16 @@ def render(report: SpendReport) -> str:
         else "  (none)"
     )
     return "\n".join(lines)
+
+
+def _released(s: Settings, day: str, shards: int, now: float) -> int | None:
+    """What pacing has released of ``day`` by ``now``, summed over the shards as the
+    ledger's conditions see it (None with pacing off, or for a day that is over)."""
+    curve = pacing.from_settings(s.pacing, s.pacing_burst_share, s.pacing_curve)
+    seconds = pacing.seconds_into(day, now)
+    if curve is None or seconds >= pacing.DAY_SECONDS:
+        return None
+    return shards * curve.allowance(s.daily_ceiling_micros // shards, seconds)
 
 
 def _count_reservation(res: dict[str, int], item: dict[str, Any]) -> None:

@@ -5,16 +5,19 @@ message at their byte bound, room for history and grounding, maxTokens of output
 DynamoDB transaction does both the operator-mode check and the reservation; only a refused
 mode check costs a second read (to tell degraded from off). A day this container saw spent
 is refused from memory, without a write (spent_memo.py); conflicts and throttling are
-retried, then answered degraded (reason "contention"), never with a 503.
+retried, then answered degraded (reason "contention"), never with a 503. With pacing on,
+the day's ceiling is what the curve has released by this step's clock (pacing.py); a
+refusal by pacing alone is degraded with reason "paced" and the time more is released.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from datetime import UTC, datetime
 from typing import Any
 
-from steps.lib.money import ledger, pricing, spent_memo
+from steps.lib.money import ledger, pacing, pricing, spent_memo
 from steps.lib.providers import model_ids
 from steps.lib.runtime import clients, init_phase, observability
 from steps.lib.runtime.settings import settings
@@ -43,6 +46,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         db, s.table_name, request_id=event["requestId"], visitor=event["visitor"],
         day=event["day"], micros=micros, ceilings=ceilings, now=now,
         memo=spent_memo.CONTAINER,
+        pacing=pacing.from_settings(s.pacing, s.pacing_burst_share, s.pacing_curve),
     )  # fmt: skip
     if isinstance(outcome, ledger.Reservation):
         observability.decision(
@@ -60,7 +64,17 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             },
         }
     observability.decision("degraded", reason=outcome.reason, visitor=event["visitor"])
-    return {"decision": "degraded", "reason": outcome.reason}
+    # releasedAt is always there (null unless paced): the ASL passes it on to Degraded.
+    return {"decision": "degraded", "reason": outcome.reason,
+            "releasedAt": _iso(outcome.released_at)}  # fmt: skip
+
+
+def _iso(moment: float | None) -> str | None:
+    """When pacing releases room for this reserve (S3's clock; UTC, to the minute, up)."""
+    if moment is None:
+        return None
+    minute = -(-int(moment) // 60) * 60
+    return datetime.fromtimestamp(minute, UTC).strftime("%Y-%m-%dT%H:%MZ")
 
 
 def _wire(r: ledger.Reservation) -> dict[str, Any]:

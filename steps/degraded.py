@@ -25,6 +25,9 @@ NOTHING = (
 )
 
 
+PACED = "Today's budget is released through the day; more is released at {time} UTC."
+
+
 @observability.instrumented("Degraded")
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     from steps.lib.grounding import (  # numpy: only the retrieval steps pay for it
@@ -37,10 +40,16 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     query = retrieval.follow_up_query(request["message"], request.get("history") or [])
     chunk = retrieval.degraded_answer(kb, query, page=request.get("page"))
     observability.decision("degraded", reason=event.get("reason"), matched=chunk is not None)
+    released = event.get("releasedAt") if event.get("reason") == "paced" else None
+    # A paced day says when more is released (and hands the widget the moment).
+    paced = {"releasedAt": released} if released else {}
+    note = f"\n\n{PACED.format(time=released[11:16])}" if released else ""
     if chunk is None:
-        return {"statusCode": 200, "body": {"reply": NOTHING, "degraded": True, "sources": []}}
+        body = {"reply": NOTHING + note, "degraded": True, "sources": [], **paced}
+        return {"statusCode": 200, "body": body}
     # The text is plain already (rendered at index time); the heading trail and page come
     # once, as the source the widget links, not repeated above the text.
-    reply = f"{FRAMING}\n\n{chunk.text}"
+    reply = f"{FRAMING}{note}\n\n{chunk.text}"
     sources = [{"page": chunk.page, "heading": chunk.heading}]
-    return {"statusCode": 200, "body": {"reply": reply, "degraded": True, "sources": sources}}
+    body = {"reply": reply, "degraded": True, "sources": sources, **paced}
+    return {"statusCode": 200, "body": body}

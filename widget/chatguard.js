@@ -34,6 +34,7 @@
   // One friendly line per outcome; `notice` kinds are the widget's own words, never HTML.
   var NOTICES = {
     degraded: "Reduced service: here is the closest section of this site",
+    paced: "Today's budget is paced: more is released at ",
     off: "The chat is switched off for now",
     limited: "Daily message limit reached",
     http400: "That message could not be sent as written. Please shorten or rephrase it.",
@@ -139,6 +140,16 @@
     if (status === 200 && body && body.off === true) {
       return { role: "assistant", kind: "off", notice: NOTICES.off,
         content: withoutLead(reply, NOTICES.off) };
+    }
+    // Paced (the day's budget is released through the day): says when more comes, once.
+    var paced = status === 200 && body && body.degraded === true &&
+      /^\d{4}-\d\d-\d\dT(\d\d:\d\d)Z$/.exec(String(body.releasedAt));
+    if (paced) {
+      var rest = withoutLead(reply, NOTICES.degraded);
+      var said = "Today's budget is released through the day; more is released at " +
+        paced[1] + " UTC.";
+      return { role: "assistant", kind: "paced", notice: NOTICES.paced + paced[1] + " UTC",
+        content: withoutLead(rest, said), sources: cleanSources(body.sources) };
     }
     if (status === 200 && body && body.degraded === true) {
       return { role: "assistant", kind: "degraded", notice: NOTICES.degraded,
@@ -460,8 +471,8 @@
       this._push(entry);
       // Resending the same history would be blocked again: later messages start afresh.
       if (entry.kind === "blocked-size") this._historyStart = this._entries.length;
-      if (entry.kind !== "answer" && entry.kind !== "degraded" && entry.kind !== "limited" &&
-          entry.kind !== "off" && !this._input.value) {
+      var served = ["answer", "degraded", "paced", "limited", "off"];
+      if (served.indexOf(entry.kind) < 0 && !this._input.value) {
         this._input.value = message; // let the visitor retry without retyping
         this._updateCount();
       }

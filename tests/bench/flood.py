@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from steps.lib.money import ledger, pricing, spent_memo
+from steps.lib.money import ledger, pacing, pricing, spent_memo
 from steps.lib.runtime.settings import Settings, cdk_context
 from tests.bench import report
 
@@ -329,13 +329,131 @@ def render(results: list[tuple[str, list[dict[str, Any]]]], seconds: float) -> s
     return "\n".join(lines).rstrip()
 
 
+# A simulated day (issue 21): arrivals per UTC hour of a site's normal day (a European
+# audience: quiet nights, busy office hours), scaled so the normal day asks for
+# DAY_DEMAND x the ceiling at ACTUAL_MICROS a message. The burst multiplies three hours
+# of it, from 09:00, by BURST_X (a post shared at 09:00).
+NORMAL_HOURS = (1, 1, 1, 1, 1, 2, 3, 5, 7, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 2, 1)
+DAY_DEMAND = 0.8
+BURST_X, BURST_FROM, BURST_HOURS = 10, 9, 3
+EVENING = 20  # "budget answering at 20:00": the share of 20:00-21:00 answered
+
+
+@dataclass(frozen=True, slots=True)
+class DayRun:
+    answered: int
+    paced: int  # refused by pacing alone (the unpaced condition had room)
+    spent_out: int  # refused on the ceiling itself
+    first_refused: str
+    evening_answered: float
+    spent_share: float
+
+
+def arrivals(
+    hours: tuple[int, ...], ceiling: int, rng: random.Random, demand: float = DAY_DEMAND
+) -> list[float]:
+    """Seconds of the day at which messages arrive: Poisson within each hour."""
+    per_weight = demand * ceiling / ACTUAL_MICROS / sum(NORMAL_HOURS)
+    times: list[float] = []
+    for hour, weight in enumerate(hours):
+        t, rate = 0.0, weight * per_weight / 3600
+        while rate > 0:
+            t += rng.expovariate(rate)
+            if t >= 3600:
+                break
+            times.append(hour * 3600 + t)
+    return times
+
+
+def simulate_day(
+    hours: tuple[int, ...], curve: pacing.Curve | None, demand: float = DAY_DEMAND, seed: int = 3
+) -> DayRun:
+    """One day on one day item, with the ledger's own condition and the real curve:
+    admitted iff ``total <= allowance(t) - reserve`` (allowance = ceiling unpaced); the
+    reservation settles to ACTUAL_MICROS after MODEL_SECONDS."""
+    ceiling = Settings().daily_ceiling_micros
+    reserve = pricing.largest_reserve_micros(Settings())
+    total, pending = 0, []  # pending: (settle time, released micro-USD)
+    answered = paced = spent_out = evening = evening_all = 0
+    first = ""
+    for t in arrivals(hours, ceiling, random.Random(seed), demand):
+        while pending and pending[0][0] <= t:
+            total -= heapq.heappop(pending)[1]
+        allowance = ceiling if curve is None else curve.allowance(ceiling, int(t))
+        ok = total + reserve <= allowance
+        in_evening = EVENING * 3600 <= t < (EVENING + 1) * 3600
+        evening_all += in_evening
+        if ok:
+            answered += 1
+            evening += in_evening
+            total += reserve
+            heapq.heappush(pending, (t + MODEL_SECONDS, reserve - ACTUAL_MICROS))
+            continue
+        first = first or f"{int(t) // 3600:02d}:{int(t) % 3600 // 60:02d}"
+        if total + reserve <= ceiling:
+            paced += 1
+        else:
+            spent_out += 1
+    total -= sum(r for _, r in pending)
+    share = evening / evening_all if evening_all else 1.0
+    return DayRun(answered, paced, spent_out, first or "-", share, total / ceiling)
+
+
+def day_scenarios() -> list[tuple[str, tuple[int, ...], float]]:
+    burst = tuple(
+        w * BURST_X if BURST_FROM <= h < BURST_FROM + BURST_HOURS else w
+        for h, w in enumerate(NORMAL_HOURS)
+    )
+    return [
+        ("normal day", NORMAL_HOURS, DAY_DEMAND),
+        ("busy day (1.2x the ceiling asked)", NORMAL_HOURS, 1.2),
+        (f"{BURST_X}x burst at {BURST_FROM:02d}:00", burst, DAY_DEMAND),
+    ]
+
+
+def day_curves() -> list[tuple[str, pacing.Curve | None]]:
+    s = Settings()
+    shipped = pacing.from_settings("on", s.pacing_burst_share, s.pacing_curve)
+    return [
+        ("pacing off", None),
+        (f"pacing on, flat, burst {s.pacing_burst_share} (shipped)", shipped),
+        ("pacing on, flat, burst 0.25", pacing.Curve(pacing.Fraction(1, 4))),
+        ("pacing on, the site's hourly curve, burst 0.25",
+         pacing.Curve(pacing.Fraction(1, 4), NORMAL_HOURS)),
+    ]  # fmt: skip
+
+
+def render_day() -> str:
+    s = Settings()
+    lines = [
+        f"**A simulated day** (pacing, issue 21): ceiling ${s.daily_ceiling_usd}, reserve "
+        f"{pricing.largest_reserve_micros(s)} micro-USD, actual {ACTUAL_MICROS}; the normal "
+        f"day asks for {DAY_DEMAND:g}x the ceiling along a European site's hours "
+        f"({', '.join(map(str, NORMAL_HOURS))} per UTC hour); the burst is {BURST_X}x that "
+        f"from {BURST_FROM:02d}:00 for {BURST_HOURS} h. Seeded Poisson arrivals; the ledger's "
+        f"condition with the real curve (steps/lib/money/pacing.py).",
+        "",
+        "| day | pacing | answered | degraded: paced | degraded: spent | first degraded "
+        f"| {EVENING}:00-{EVENING + 1}:00 answered | spent at 24:00 |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for day, hours, demand in day_scenarios():
+        for name, curve in day_curves():
+            r = simulate_day(hours, curve, demand)
+            lines.append(
+                f"| {day} | {name} | {r.answered} | {r.paced} | {r.spent_out} "
+                f"| {r.first_refused} | {r.evening_answered:.0%} | {r.spent_share:.0%} |"
+            )
+    return "\n".join(lines)
+
+
 def main() -> None:
     started = time.perf_counter()
     results = []
     for title, ceiling, tx, policies in scenarios():
         rows = [simulate(p, flood, ceiling, tx) for p in policies for flood in FLOODS]
         results.append((title, rows))
-    body = render(results, time.perf_counter() - started)
+    body = render(results, time.perf_counter() - started) + "\n\n" + render_day()
     print(body)
     report.write_section("flood", "Flood simulation", body)
     report.write_section("flood", "The flood simulation", body, doc=SCALING)

@@ -45,3 +45,17 @@ def test_the_memo_answers_a_spent_day_without_writes_and_shards_add_room():
         > flood.simulate(flood.RETRY_THEN_DEGRADE, 10, room)["answered_per_s"]
     )
     assert flood.simulate(sharded, 100, DAY)["overshoot"] == 0
+
+
+def test_the_simulated_day_keeps_the_evening_answering_only_with_pacing():
+    # A 10x burst at 09:00: unpaced, the day is spent before 20:00; paced, 20:00-21:00 is
+    # answered, and no paced day admits past the ceiling (spent <= 100 %).
+    _, burst, demand = flood.day_scenarios()[-1]
+    off = flood.simulate_day(burst, None, demand)
+    assert off.evening_answered == 0 and off.spent_out > 0 and off.paced == 0
+    for _, curve in flood.day_curves()[1:]:
+        on = flood.simulate_day(burst, curve, demand)
+        assert on.evening_answered == 1 and on.spent_out == 0 and on.spent_share <= 1
+    # A normal day: pacing refuses nothing.
+    _, hours, demand = flood.day_scenarios()[0]
+    assert all(flood.simulate_day(hours, c, demand).paced == 0 for _, c in flood.day_curves())

@@ -316,3 +316,33 @@ def test_the_endpoint_and_heading_come_from_attributes(page: Page, chat_server: 
         host.get_by_role("button", name="Send").click()
     assert json.loads(sent.value.post_data or "{}")["message"] == "where does this go?"
     expect(host.locator(".msg.assistant .text")).to_have_text("from the other endpoint")
+
+
+def test_a_paced_day_is_its_own_state_and_says_when_more_is_released(
+    page: Page, chat_server: str
+) -> None:
+    # The body S7 returns on a day pacing holds back (steps/degraded.py), then a spent day.
+    paced = {
+        "reply": "Reduced service: here is the closest section of this site.\n\nToday's "
+        "budget is released through the day; more is released at 17:52 UTC.\n\nRate rules.",
+        "degraded": True,
+        "sources": [{"page": "/posts/waf-rate-limiting", "heading": "Rate rules"}],
+        "releasedAt": "2026-11-29T17:52Z",
+    }
+    spent = {**paced, "releasedAt": None, "reply": "Reduced service: here is the closest "
+             "section of this site.\n\nRate rules."}  # fmt: skip
+    replies = iter([paced, spent])
+    page.route("**/chat", lambda route: fulfil(200, next(replies))(route))
+    page.goto(chat_server + "/")
+    widget = Widget(page).open()
+    reply = widget.ask("How do rate rules work?")
+    expect(reply).to_have_class("msg assistant paced")
+    expect(reply.locator(".notice")).to_have_text(
+        "Today's budget is paced: more is released at 17:52 UTC"
+    )
+    expect(reply).to_contain_text("Rate rules.")
+    assert reply.inner_text().count("17:52") == 1, "said once, in the notice"
+    expect(widget.input).to_have_value("")  # served, not a failure to retry
+    screenshot(page, "paced")
+    other = widget.ask("And now?")
+    expect(other).to_have_class("msg assistant degraded")  # no release time: plain degraded

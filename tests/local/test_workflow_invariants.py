@@ -2,8 +2,9 @@
 behind the local server (handler by handler, over moto: tests/steps/test_handler_invariants.py).
 1, the hard cap under concurrency, is test_concurrency; 3, fail closed, is test_faults and
 test_paths. Here: never blind, cheapest first, no client text near the system block, no
-identity minting, self-resetting. Each runs as shipped, with conflicts and throttles
-injected into every DynamoDB transaction, and with the ceiling in shards."""
+identity minting, self-resetting. Each runs as shipped (pacing on), with pacing off, with
+conflicts and throttles injected into every DynamoDB transaction, and with the ceiling in
+shards."""
 
 from __future__ import annotations
 
@@ -24,8 +25,13 @@ from .conftest import QUESTION, VISITOR, items_by_key, post, reservations
 
 
 @pytest.fixture(
-    params=[{}, {"contention": Contention(rate=0.1, seed=7)}, {"ceiling_shards": 3}],
-    ids=["plain", "contended", "3-shards"],
+    params=[
+        {},
+        {"pacing": "off"},
+        {"contention": Contention(rate=0.1, seed=7)},
+        {"ceiling_shards": 3},
+    ],
+    ids=["plain", "unpaced", "contended", "3-shards"],
 )
 def make_runtime(
     request: pytest.FixtureRequest, make_runtime: Callable[..., LocalRuntime]
@@ -164,7 +170,8 @@ def test_self_resetting_a_new_day_is_a_new_item_with_no_job(
     month = f"MONTH#{tomorrow[:7]}"
     expected = {tomorrow} | ({month} if tomorrow[:7] != today[:7] else set())
     # Tomorrow's items, starting from zero; nothing else moved. With shards, the message
-    # may reserve on a shard whose month item this month had not needed yet.
-    assert expected <= new_totals <= {tomorrow, month}
+    # may reserve on a shard whose month item this month had not needed yet. A new month
+    # also gets its record of the shard count (SHARDS#<month>, written once).
+    assert expected <= new_totals <= {tomorrow, month, f"SHARDS#{tomorrow[:7]}"}
     definition = loader.definition({p: "arn:x" for p in loader.placeholders()})
     assert not any(s["Type"] in ("Wait", "Map", "Parallel") for s in definition["States"].values())

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from ops import mode, spend
+from ops.render import usd
 from steps.lib.money import ledger
 
 from .conftest import TABLE
@@ -151,3 +152,18 @@ def test_spend_after_the_shard_count_is_lowered_still_reports_every_shard(dynamo
     lowered = settings.replace(ceiling_shards=1)  # redeployed with fewer shards
     report = spend.collect(dynamodb, TABLE, lowered, day=DAY, now=NOW)
     assert report["day_micros"] == report["month_micros"] == 12_000
+
+
+def test_spend_shows_what_pacing_has_released_by_now(dynamodb, settings):
+    # 08:00 UTC, burst share 0.5, flat: 0.5 + 0.5 x 8/24 of the day's ceiling.
+    paced = settings.replace(pacing="on", pacing_burst_share="0.5", pacing_curve="")
+    report = spend.collect(dynamodb, TABLE, paced, day=DAY, now=NOW)
+    ceiling = paced.daily_ceiling_micros
+    assert report["paced_released_micros"] == ceiling * 2 // 3
+    assert report["paced_at"] == "08:00"
+    text = spend.render(report)
+    assert f"paced: {usd(ceiling * 2 // 3)} of {usd(ceiling)} released at 08:00 UTC" in text
+    unpaced = spend.collect(dynamodb, TABLE, paced.replace(pacing="off"), day=DAY, now=NOW)
+    assert unpaced["paced_released_micros"] is None and "paced" not in spend.render(unpaced)
+    over = spend.collect(dynamodb, TABLE, paced, day="2027-01-14", now=NOW)  # a past day
+    assert over["paced_released_micros"] is None

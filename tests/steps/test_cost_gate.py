@@ -7,6 +7,7 @@ import pytest
 
 from steps import cost_gate
 from steps.lib.money import pricing
+from steps.lib.runtime import caches
 from steps.lib.runtime.settings import Settings
 from steps.lib.text import prompt
 
@@ -46,8 +47,28 @@ def test_cost_gate_degrades_when_the_daily_ceiling_is_reached(aws, monkeypatch):
     first = cost_gate.handler(load_event("cost_gate"), None)
     second = cost_gate.handler(load_event("cost_gate") | {"requestId": "other"}, None)
     assert first["decision"] == "reserved"
-    assert second == {"decision": "degraded", "reason": "ceiling"}
+    assert second == {"decision": "degraded", "reason": "ceiling", "releasedAt": None}
     assert aws.item("RES#other", "RES") is None
+
+
+def test_cost_gate_paces_the_day_by_its_own_clock_and_says_when_more_is_released(aws, monkeypatch):
+    # Noon, burst share 0.5, flat: 0.5 + 0.5 x 12/24 = 75 % of $0.03 is released (22,500
+    # micro-USD): two reserves of 8,721 fit, a third (26,163) fits the ceiling, not yet the
+    # allowance. It is released when 0.5 + 0.5 x t/24h >= 26,163 / 30,000: t = 17:51:39,
+    # said to the minute, rounded up. A time in the event (a client's) is not read.
+    monkeypatch.setenv("CHATGUARD_DAILY_CEILING_USD", "0.03")
+    monkeypatch.setenv("CHATGUARD_VISITOR_COST_SHARE", "1")
+    outs = [cost_gate.handler(load_event("cost_gate") | {"requestId": f"r{i}", "now": 0}, None)
+            for i in range(3)]  # fmt: skip
+    assert [o["decision"] for o in outs] == ["reserved", "reserved", "degraded"]
+    assert outs[2] == {"decision": "degraded", "reason": "paced",
+                       "releasedAt": "2026-11-29T17:52Z"}  # fmt: skip
+    assert aws.cost("GLOBAL", "2026-11-29") == 2 * 8721 <= 22_500
+    monkeypatch.setenv("CHATGUARD_PACING", "off")  # the unpaced ledger admits it
+    caches.reset_all()
+    assert cost_gate.handler(load_event("cost_gate") | {"requestId": "r3"}, None)["decision"] == (
+        "reserved"
+    )
 
 
 @pytest.mark.parametrize(("mode", "decision"), [("degraded", "degraded"), ("off", "off")])

@@ -36,3 +36,19 @@ def test_degraded_without_a_match_says_so(aws):
     event["request"]["message"] = "zzzz qqqq"
     out = degraded.handler(event, None)
     assert out["body"]["sources"] == [] and out["body"]["reply"].startswith("Reduced service")
+
+
+def test_a_paced_day_says_when_more_budget_is_released(aws):
+    event = load_event("degraded") | {"reason": "paced", "releasedAt": "2026-11-29T17:52Z"}
+    body = degraded.handler(event, None)["body"]
+    assert "more is released at 17:52 UTC" in body["reply"]
+    assert body["releasedAt"] == "2026-11-29T17:52Z"  # the widget's paced state reads it
+    assert "60, 120, 300 or 600 seconds" in body["reply"]  # still the closest section
+    event["request"]["message"] = "zzzz qqqq"
+    assert "17:52 UTC" in degraded.handler(event, None)["body"]["reply"]
+
+
+def test_a_spent_day_names_no_release_time(aws):
+    event = load_event("degraded") | {"reason": "ceiling", "releasedAt": None}
+    body = degraded.handler(event, None)["body"]
+    assert "released" not in body["reply"] and "releasedAt" not in body

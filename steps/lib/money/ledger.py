@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from ..runtime.errors import ChatguardError, DependencyUnavailable, ReconcileError
+from . import pacing as pacing_curve
 from .ledger_items import (
     MODE_KEY,
+    RECORDING_ITEMS,
     RESERVATION_ITEMS,
     SETTLEMENT_ITEMS,
     Ceilings,
@@ -36,6 +38,7 @@ from .ledger_items import (
     reservation_key,
     settlement_items,
     shard_pk,
+    shards_key,
     visitor_key,
 )
 from .spent_memo import SpentMemo
@@ -47,7 +50,7 @@ __all__ = [
     "Mode", "Pace", "QuotaResult", "Refusal", "Reservation", "Settlement", "count_message",
     "day_expiry", "day_key", "get_item", "month_expiry", "month_key", "month_of",
     "read_cost", "read_mode", "reconcile", "reservation_key", "reserve", "shard_order",
-    "shard_pk", "visitor_key",
+    "shard_pk", "shards_key", "visitor_key",
 ]  # fmt: skip
 
 Mode = Literal["normal", "degraded", "off"]
@@ -110,8 +113,10 @@ class QuotaResult:
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
-    # contention: the reservation met conflicts or throttling until its retry budget ran out
-    reason: Literal["ceiling", "mode", "contention"]
+    # contention: the reservation met conflicts or throttling until its retry budget ran out;
+    # paced: the day had room under its ceiling, not yet under what pacing has released
+    reason: Literal["ceiling", "mode", "contention", "paced"]
+    released_at: float | None = None  # paced: when enough is released (epoch seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +234,7 @@ def reserve(
     now: float,
     memo: SpentMemo | None = None,
     pace: Pace = Pace(),
+    pacing: pacing_curve.Curve | None = None,
 ) -> Reservation | Refusal:
     """Make the reservation: hold the reserve ``micros`` on day, month and visitor at once,
     or on none of them.
@@ -237,49 +243,182 @@ def reserve(
     so the ceiling still holds after this reservation however many run concurrently. The
     operator switch is a ConditionCheck in the same transaction: the normal path costs one
     DynamoDB call, and a switch applies from the very next message (no mode cache to wait
-    out). Only when that check fails do we read the item to tell degraded from off.
+    out). Only when that check fails do we read the item to tell degraded from off. With
+    ``pacing``, the day's ceiling is what the curve has released at ``now`` (S3's clock)
+    into the reservation's own day; a refusal it alone causes is ``Refusal("paced")``.
 
     With ``ceilings.shards`` = N > 1 the request reserves on one day/month shard (chosen
     from its id, so requests spread evenly) and, when that shard is spent, on the next,
-    each under its own ``ceiling // N``; the visitor's total is not sharded. ``memo``
+    each under its own ``ceiling // N``; the visitor's total is not sharded. The count used
+    is the one recorded for the month (ledger_items.py): a request made with another N
+    meets it in the refused item and is made again with the recorded one. ``memo``
     (spent_memo.py) skips shards this container saw spent, without a write. Conflicts and
     throttling are retried with ``RESERVATION_BACKOFF``; when it runs out the answer is
     ``Refusal("contention")`` (degraded, no model call), not an error.
     """
-    month = month_of(day)
-    if micros > min(ceilings.day_shard, ceilings.month_shard, ceilings.visitor):
+    attempt = _Attempt(client, table, request_id, visitor, day, micros, now, pace.clock())
+    for _ in range(2):  # the recorded count, once met, is the period's: at most one switch
+        outcome = _reserve_on_shards(attempt, ceilings, memo, pace, pacing)
+        if not isinstance(outcome, _Recorded):
+            return outcome
+        ceilings = dataclasses.replace(ceilings, shards=outcome.shards)
+    raise DependencyUnavailable("the recorded ceiling_shards changed twice in one reservation")
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """What stays the same over every transaction one reservation tries."""
+
+    client: Any
+    table: str
+    request_id: str
+    visitor: str
+    day: str
+    micros: int
+    now: float
+    started: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Recorded:
+    """Internal: the period's recorded shard count differs from the one tried."""
+
+    shards: int
+
+
+def _reserve_on_shards(
+    a: _Attempt,
+    ceilings: Ceilings,
+    memo: SpentMemo | None,
+    pace: Pace,
+    curve: pacing_curve.Curve | None,
+) -> Reservation | Refusal | _Recorded:
+    month = month_of(a.day)
+    seconds = pacing_curve.seconds_into(a.day, a.now)
+    allowance = ceilings.day_shard
+    if curve is not None:  # what pacing has released of the shard's day by S3's clock
+        allowance = curve.allowance(ceilings.day_shard, seconds)
+    if a.micros > min(ceilings.day_shard, ceilings.month_shard, ceilings.visitor):
         return Refusal("ceiling")  # a new item would pass attribute_not_exists: refuse here
-    started = pace.clock()
-    for shard in shard_order(request_id, ceilings.shards):
-        key = (day, shard, ceilings.day_shard, ceilings.month_shard)
-        if memo is not None and memo.refuses(key, micros, now):
+    if a.micros > allowance:  # the same, against what pacing has released so far
+        return _paced(curve, ceilings, a, [0])
+    paced_costs: list[int] = []  # the day total of each shard refused by pacing alone
+    for shard in shard_order(a.request_id, ceilings.shards):
+        key = (a.day, shard, ceilings.day_shard, ceilings.month_shard)
+        if memo is not None and memo.refuses(key, a.micros, a.now):
+            paced_costs += memo.paced_cost(key)
             continue
-        items = reservation_items(table, request_id, visitor, day, micros, ceilings, now, shard)
-        remaining = RESERVATION_BACKOFF.budget_seconds - (pace.clock() - started)
         try:
-            cancelled = _retrying(
-                functools.partial(_reservation_attempt, client, items, _token(request_id, shard)),
-                dataclasses.replace(RESERVATION_BACKOFF, budget_seconds=max(0.0, remaining)),
-                pace,
-            )
+            cancelled, names = _try_shard(a, ceilings, shard, allowance, pace)
         except _Contention:
             return Refusal("contention")
         if cancelled is None:
-            return Reservation(request_id, micros, day, month, visitor, shard)
-        failed = cancelled.refused(RESERVATION_ITEMS)
-        if "mode" in failed:
-            return Refusal("mode")
-        if "visitor" in failed:
-            return Refusal("ceiling")  # the visitor's own cap: no other shard helps
-        if failed & {"day", "month"}:
-            if memo is not None:
-                memo.remember(key, now, _room_at_most(cancelled, ceilings))
-            continue  # this shard is spent: try the next one
-        if "reservation" in failed:
-            raise ChatguardError("a reservation for this request id already exists")
-        raise DependencyUnavailable(f"DynamoDB TransactWriteItems (reservation) cancelled: "
-                                    f"{cancelled.reasons}")  # fmt: skip
-    return Refusal("ceiling")
+            return Reservation(a.request_id, a.micros, a.day, month, a.visitor, shard)
+        verdict = _verdict(cancelled, names, ceilings, a.micros)
+        if not isinstance(verdict, _Spent):
+            return verdict
+        paced_costs += [] if verdict.paced_cost is None else [verdict.paced_cost]
+        if memo is not None:
+            room = _room_at_most(cancelled, names, ceilings)
+            memo.remember(key, a.now, room, verdict.paced_cost)
+        # this shard is spent: try the next one
+    return _paced(curve, ceilings, a, paced_costs) if paced_costs else Refusal("ceiling")
+
+
+@dataclass(frozen=True, slots=True)
+class _Spent:
+    """Internal: the shard's day or month had no room (``paced_cost``: pacing alone)."""
+
+    paced_cost: int | None
+
+
+def _verdict(
+    cancelled: _Cancelled, names: tuple[str, ...], ceilings: Ceilings, micros: int
+) -> Refusal | _Recorded | _Spent:
+    """What a cancelled reservation on one shard means, read by item name."""
+    recorded = _recorded_shards(cancelled, names, ceilings.shards)
+    if recorded is not None:
+        return _Recorded(recorded)
+    failed = cancelled.refused(names)
+    if "mode" in failed:
+        return Refusal("mode")
+    if "visitor" in failed:
+        return Refusal("ceiling")  # the visitor's own cap: no other shard helps
+    if failed & {"day", "month"}:
+        return _Spent(_paced_cost(cancelled, names, ceilings, micros))
+    if "reservation" in failed:
+        raise ChatguardError("a reservation for this request id already exists")
+    raise DependencyUnavailable(f"DynamoDB TransactWriteItems (reservation) cancelled: "
+                                f"{cancelled.reasons}")  # fmt: skip
+
+
+def _try_shard(
+    a: _Attempt, ceilings: Ceilings, shard: int, allowance: int, pace: Pace
+) -> tuple[_Cancelled | None, tuple[str, ...]]:
+    """The reservation on one shard: first as on a shard whose items carry the recorded
+    count (the hot path: five items); when an item has no record yet (its first write this
+    period), once more with the month's record in the same transaction. _Contention when
+    the retry budget runs out."""
+    cancelled: _Cancelled | None = None
+    for record, names in ((False, RESERVATION_ITEMS), (True, RECORDING_ITEMS)):
+        items = reservation_items(
+            a.table, a.request_id, a.visitor, a.day, a.micros, ceilings, a.now, shard,
+            day_allowance=allowance, record=record,
+        )  # fmt: skip
+        remaining = RESERVATION_BACKOFF.budget_seconds - (pace.clock() - a.started)
+        token = _token(a.request_id, shard, record, ceilings.shards)
+        cancelled = _retrying(
+            functools.partial(_reservation_attempt, a.client, items, token),
+            dataclasses.replace(RESERVATION_BACKOFF, budget_seconds=max(0.0, remaining)),
+            pace,
+        )
+        if cancelled is None or not _unrecorded(cancelled, names):
+            return cancelled, names
+    return cancelled, RECORDING_ITEMS
+
+
+def _unrecorded(cancelled: _Cancelled, names: tuple[str, ...]) -> bool:
+    """A refused day or month item that carries no shard count yet (absent, or written
+    before counts were recorded): the reservation must record it with the month's."""
+    return any(
+        "shards" not in (cancelled.old_item(names, name) or {})
+        for name in cancelled.refused(names) & {"day", "month"}
+    )
+
+
+def _recorded_shards(cancelled: _Cancelled, names: tuple[str, ...], shards: int) -> int | None:
+    """The count recorded on a refused item, when it is not the one this attempt used."""
+    for name in sorted(cancelled.refused(names) & {"day", "month", "shards"}):
+        item = cancelled.old_item(names, name) or {}
+        recorded = item.get("shards", {}).get("N")
+        if recorded is not None and int(recorded) != shards:
+            return int(recorded)
+    return None
+
+
+def _paced_cost(
+    cancelled: _Cancelled, names: tuple[str, ...], ceilings: Ceilings, micros: int
+) -> int | None:
+    """The refused day total, when only pacing refused it: the month admitted, and the
+    day had room for ``micros`` under its full ceiling."""
+    if cancelled.refused(names) & {"day", "month"} != {"day"}:
+        return None
+    item = cancelled.old_item(names, "day") or {}
+    cost = int(item.get("costMicros", {}).get("N", "0"))
+    return cost if cost + micros <= ceilings.day_shard else None
+
+
+def _paced(
+    curve: pacing_curve.Curve | None, ceilings: Ceilings, a: _Attempt, costs: list[int]
+) -> Refusal:
+    """Refused by pacing: when the curve releases room for this reserve on some shard."""
+    if curve is None:
+        return Refusal("ceiling")
+    moments = [curve.released_at(ceilings.day_shard, cost + a.micros) for cost in costs]
+    seconds = min((m for m in moments if m is not None), default=None)
+    if seconds is None:
+        return Refusal("ceiling")
+    return Refusal("paced", pacing_curve.day_start(a.day) + seconds)
 
 
 def _reservation_attempt(client: Any, items: list[dict[str, Any]], token: str) -> _Cancelled | None:
@@ -299,23 +438,26 @@ def shard_order(request_id: str, shards: int) -> list[int]:
     return [(first + i) % shards for i in range(shards)]
 
 
-def _room_at_most(cancelled: _Cancelled, ceilings: Ceilings) -> int | None:
+def _room_at_most(cancelled: _Cancelled, names: tuple[str, ...], ceilings: Ceilings) -> int | None:
     """The most room the refused shard can have again this period, from ``settledMicros``
     of its refused day/month items (None when neither came back)."""
     rooms = []
-    refused = cancelled.refused(RESERVATION_ITEMS)
+    refused = cancelled.refused(names)
     for name, ceiling in (("day", ceilings.day_shard), ("month", ceilings.month_shard)):
-        item = cancelled.old_item(RESERVATION_ITEMS, name)
+        item = cancelled.old_item(names, name)
         if name in refused and item:
             rooms.append(ceiling - int(item.get("settledMicros", {}).get("N", "0")))
     return min(rooms) if rooms else None
 
 
-def _token(request_id: str, shard: int = 0) -> str:
+def _token(request_id: str, shard: int = 0, record: bool = False, shards: int = 1) -> str:
     # ClientRequestToken makes a resent transaction idempotent; it allows at most 36 chars.
     # Each shard's transaction differs, so each gets its own token (a token reused with
-    # other items is refused as IdempotentParameterMismatch).
+    # other items is refused as IdempotentParameterMismatch), and so does the one that
+    # records the shard count.
     name = request_id if shard == 0 else f"{request_id}#{shard}"
+    name = f"{name}#record" if record else name
+    name = name if shards == 1 else f"{name}/{shards}"
     return hashlib.sha256(name.encode("utf-8")).hexdigest()[:36]
 
 

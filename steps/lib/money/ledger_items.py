@@ -8,6 +8,12 @@ Shards (``ceiling_shards`` = N, docs/scaling.md): the day and month totals are N
 pairs, shard ``k`` under partition key ``GLOBAL`` (k = 0) or ``GLOBAL#<k>``, each holding
 ``ceiling // N``; a different partition key puts each shard on its own partition. With
 N = 1 the only shard is the unsharded ``GLOBAL`` pair.
+
+The shard count in force is recorded with the month (``GLOBAL``/``SHARDS#<yyyy-mm>``) by
+the first reservation of the month, and on every day/month shard item by the reservation
+that first writes it; each reservation's condition requires its own N to be the recorded
+one. The day's count is the month's: a changed ``ceiling_shards`` applies from the next
+month, and a reservation made with another N is refused by the condition, not admitted.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ Key = dict[str, dict[str, str]]
 # The items of each transaction, by name, in the order they are written: DynamoDB reports
 # CancellationReasons one per item in this order, and ledger.py reads them by these names.
 RESERVATION_ITEMS = ("day", "month", "visitor", "reservation", "mode")
+# The first reservation on a shard's item in the period also writes the month's record.
+RECORDING_ITEMS = (*RESERVATION_ITEMS, "shards")
 SETTLEMENT_ITEMS = ("reservation", "day", "month", "visitor")
 
 # The reservation's condition, in parts. Each total (day, month, visitor) admits the reserve
@@ -30,6 +38,12 @@ SETTLEMENT_ITEMS = ("reservation", "day", "month", "visitor")
 TOTAL_NOT_STARTED = "attribute_not_exists(costMicros)"
 TOTAL_LEAVES_ROOM = "costMicros <= :max"
 TOTAL_ADMITS = f"{TOTAL_NOT_STARTED} OR {TOTAL_LEAVES_ROOM}"
+# The recorded shard count. Once a day/month item carries it, a reservation only checks
+# it there (SHARDS_AGREE), so the hot path touches no other item. The reservation that
+# first writes an item (the first of its shard in the period) may record it there only in
+# the same transaction as the month's record agrees (SHARDS_RECORD_OR_AGREE on both).
+SHARDS_AGREE = "#shards = :n"
+SHARDS_RECORD_OR_AGREE = "attribute_not_exists(#shards) OR #shards = :n"
 # One reservation per request id: a replayed request cannot reserve twice.
 RESERVATION_IS_NEW = "attribute_not_exists(pk)"
 # The operator switch, checked in the same transaction (no mode cache to wait out).
@@ -38,6 +52,10 @@ MODE_IS_NORMAL = "attribute_not_exists(#mode) OR #mode = :normal"
 SETTLES_ONCE = "#status = :open AND reservedMicros = :reserved"
 
 _ADD_COST = "ADD costMicros :r SET expiresAt = if_not_exists(expiresAt, :exp)"
+_ADD_SHARDED_COST = f"{_ADD_COST}, #shards = if_not_exists(#shards, :n)"
+_RECORD_SHARDS = (
+    "SET #shards = if_not_exists(#shards, :n), expiresAt = if_not_exists(expiresAt, :exp)"
+)
 # Day and month totals also keep what settled (actuals only): it never decreases, and a
 # total is never below it, so it proves a spent day stays spent (spent_memo.py).
 _SETTLE_TOTAL = "ADD costMicros :delta, settledMicros :actual"
@@ -73,6 +91,11 @@ def visitor_key(visitor: str, day: str) -> Key:
 
 def reservation_key(request_id: str) -> Key:
     return _key(f"RES#{request_id}", "RES")
+
+
+def shards_key(month: str) -> Key:
+    """The month's record of its shard count (on ``GLOBAL``: written once per month)."""
+    return _key("GLOBAL", f"SHARDS#{month}")
 
 
 MODE_KEY: Key = _key("CONFIG", "MODE")
@@ -136,20 +159,32 @@ def reservation_items(
     ceilings: Ceilings,
     now: float,
     shard: int = 0,
+    *,
+    day_allowance: int | None = None,
+    record: bool = False,
 ) -> list[dict[str, Any]]:
     """The reservation on one day/month shard (link 2 of pricing.py's proof), its items in
-    the order of RESERVATION_ITEMS.
+    the order of RESERVATION_ITEMS (RECORDING_ITEMS with ``record``).
 
     Each of the three totals is an Update under TOTAL_ADMITS with ``:max = ceiling -
     reserve`` (the shard's ceiling for day and month): ``total <= ceiling - reserve``. The
+    day's ceiling is ``day_allowance`` when given: what pacing has released of the shard's
+    ceiling by ``now`` (pacing.py), never more than it. The day and month items also require
+    ``ceilings.shards`` to be the count recorded on them (SHARDS_AGREE); with ``record``
+    (their first write this period) an item without a record takes this one, and the
+    month's record (``shards_key``) is written or checked in the same transaction. The
     reservation item is a Put under RESERVATION_IS_NEW, and the mode a ConditionCheck under
     MODE_IS_NORMAL. A refused day or month item returns its old attributes
-    (``ReturnValuesOnConditionCheckFailure``), which the spent-day memo reads; the
-    condition itself is unchanged by it.
+    (``ReturnValuesOnConditionCheckFailure``), which the spent-day memo and the recorded
+    count are read from; the condition itself is unchanged by it.
     """
     month = month_of(day)
+    day_ceiling = ceilings.day_shard
+    if day_allowance is not None:
+        day_ceiling = min(day_allowance, day_ceiling)
+    shards_condition = SHARDS_RECORD_OR_AGREE if record else SHARDS_AGREE
     totals = (
-        (day_key(day, shard), ceilings.day_shard, day_expiry(day), True),
+        (day_key(day, shard), day_ceiling, day_expiry(day), True),
         (month_key(month, shard), ceilings.month_shard, month_expiry(month), True),
         (visitor_key(visitor, day), ceilings.visitor, day_expiry(day), False),
     )
@@ -158,19 +193,29 @@ def reservation_items(
             "Update": {
                 "TableName": table,
                 "Key": key,
-                "UpdateExpression": _ADD_COST,
-                "ConditionExpression": TOTAL_ADMITS,
+                "UpdateExpression": _ADD_SHARDED_COST if shared else _ADD_COST,
+                "ConditionExpression": (
+                    f"({TOTAL_ADMITS}) AND ({shards_condition})" if shared else TOTAL_ADMITS
+                ),
                 "ExpressionAttributeValues": {
                     ":r": {"N": str(reserve)},
                     ":max": {"N": str(ceiling - reserve)},
                     ":exp": {"N": str(expiry)},
+                    **({":n": {"N": str(ceilings.shards)}} if shared else {}),
                 },
-                **({"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if shared else {}),
+                **(
+                    {
+                        "ExpressionAttributeNames": {"#shards": "shards"},
+                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                    }
+                    if shared
+                    else {}
+                ),
             }
         }
         for key, ceiling, expiry, shared in totals
     ]
-    record = {
+    record_item = {
         "reservedMicros": {"N": str(reserve)},
         "status": {"S": "open"},
         "expiresAt": {"N": str(int(now) + 2 * DAY_SECONDS)},
@@ -183,7 +228,7 @@ def reservation_items(
         {
             "Put": {
                 "TableName": table,
-                "Item": {**reservation_key(request_id), **record},
+                "Item": {**reservation_key(request_id), **record_item},
                 "ConditionExpression": RESERVATION_IS_NEW,
             }
         }
@@ -199,6 +244,23 @@ def reservation_items(
             }
         }
     )
+    if record:
+        items.append(
+            {
+                "Update": {
+                    "TableName": table,
+                    "Key": shards_key(month),
+                    "UpdateExpression": _RECORD_SHARDS,
+                    "ConditionExpression": SHARDS_RECORD_OR_AGREE,
+                    "ExpressionAttributeNames": {"#shards": "shards"},
+                    "ExpressionAttributeValues": {
+                        ":n": {"N": str(ceilings.shards)},
+                        ":exp": {"N": str(month_expiry(month))},
+                    },
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            }
+        )
     return items
 
 

@@ -52,7 +52,12 @@ The promise rests on two links, and this module is the first.
    transaction; settling only moves a total by ``actual - reserve <= 0``. With
    ``ceiling_shards`` = N, day and month are N shards and the write is on one of them with
    ``ceiling // N`` as its ceiling, so the shards sum to at most the ceiling; settling
-   moves the shard the reservation recorded. A retry (conflict, throttle) resends the same
+   moves the shard the reservation recorded. N is the count the month recorded with its
+   first reservation: each day/month item's condition requires it (``SHARDS_AGREE``; the
+   item's first write ``SHARDS_RECORD_OR_AGREE``, with the month's record in the same
+   transaction), so every reservation of a period divides by the same N. With pacing, the
+   day's ceiling in the condition is ``allowance(now) <= ceiling // N`` (pacing.py, S3's
+   clock): only stricter, still one transaction. A retry (conflict, throttle) resends the same
    conditional transaction, and a settlement retry that finds the reservation settled
    moves nothing; the spent-day memo only ever refuses. None of them can admit what the
    condition would not.
@@ -83,7 +88,8 @@ Where each step is enforced (paths under steps/, as ``file::function``):
   the same rule, providers/bedrock.py::BedrockResponder.count_tokens); ``cost_bound``
   prices each quantity of the table at its bound.
 - The reservation: money/ledger_items.py::reservation_items writes the condition, its parts
-  named there (``TOTAL_ADMITS``, ``RESERVATION_IS_NEW``, ``MODE_IS_NORMAL``);
+  named there (``TOTAL_ADMITS``, ``SHARDS_AGREE``, ``RESERVATION_IS_NEW``, ``MODE_IS_NORMAL``),
+  the day's ``:max`` from money/pacing.py::Curve.allowance when pacing is on;
   money/ledger.py::reserve refuses up front a reserve above a ceiling (a new item would pass
   ``attribute_not_exists``) and reads a cancellation by item name.
 - S5's own check: invoke.py::_fit derives ``A`` with ``input_allowance``;

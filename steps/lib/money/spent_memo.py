@@ -28,7 +28,8 @@ differently:
   day without a write, which the conditional write would refuse anyway.
 
 A memory is keyed by day, shard and the shard's ceilings, so a new day or a changed
-ceiling starts without one.
+ceiling starts without one. A refusal that pacing alone caused (pacing.py) also keeps the
+day total it met, so a request the memo refuses is still told when more is released.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ DEFAULT_SECONDS = 15.0
 class _Memory:
     until: float  # the refusal itself is trusted until then
     room_at_most: int | None  # the most room the shard can have again this period
+    paced_cost: int | None = None  # the day total met, when pacing alone refused
 
 
 MemoKey = tuple[str, int, int, int]  # day, shard, day ceiling, month ceiling (per shard)
@@ -68,7 +70,15 @@ class SpentMemo:
             return True
         return memory.room_at_most is not None and micros > memory.room_at_most
 
-    def remember(self, key: MemoKey, now: float, room_at_most: int | None) -> None:
+    def paced_cost(self, key: MemoKey) -> list[int]:
+        """The day total a remembered refusal by pacing alone met ([] for any other)."""
+        with self._lock:
+            memory = self._memories.get(key)
+        return [] if memory is None or memory.paced_cost is None else [memory.paced_cost]
+
+    def remember(
+        self, key: MemoKey, now: float, room_at_most: int | None, paced_cost: int | None = None
+    ) -> None:
         """Record a refusal on ``key`` seen at ``now``; ``room_at_most`` from settledMicros."""
         if self.seconds == 0 and room_at_most is None:
             return
@@ -80,7 +90,9 @@ class SpentMemo:
             previous = self._memories.get(key)
             known = previous.room_at_most if previous is not None else None
             rooms = [r for r in (room_at_most, known) if r is not None]
-            self._memories[key] = _Memory(now + self.seconds, min(rooms) if rooms else None)
+            self._memories[key] = _Memory(
+                now + self.seconds, min(rooms) if rooms else None, paced_cost
+            )
 
     def clear(self) -> None:
         with self._lock:

@@ -47,6 +47,11 @@ class Settings:
     visitor_message_limit: int = 20
     visitor_cost_share: Decimal = Decimal("0.05")
     ceiling_shards: int = 1
+    # Pacing (steps/lib/money/pacing.py): "on" releases the day's ceiling along a curve,
+    # burst share at 00:00 UTC, then flat or by pacing_curve's 24 hourly weights.
+    pacing: str = "on"
+    pacing_burst_share: Decimal = Decimal("0.5")
+    pacing_curve: str = ""
     model_id: str = "global.anthropic.claude-haiku-4-5-20251001-v1:0"
     embedding_model_id: str = "amazon.titan-embed-text-v2:0"
     embedding_dimensions: int = 1024
@@ -217,6 +222,13 @@ def _coerce(field: dataclasses.Field[Any], value: Any) -> Any:
         raise SettingsError(f"setting {field.name}: {value!r} is not a valid {kind}") from None
 
 
+def _curve_ok(text: str) -> bool:
+    parts = [p.strip() for p in text.split(",")] if text.strip() else []
+    if not parts:
+        return True  # flat
+    return len(parts) == 24 and all(p.isdigit() for p in parts) and any(int(p) for p in parts)
+
+
 def _problems(s: Settings) -> list[str]:
     checks = [
         (s.daily_ceiling_usd > 0, "daily_ceiling_usd must be > 0"),
@@ -232,6 +244,9 @@ def _problems(s: Settings) -> list[str]:
         (s.offline_usage in ("estimate", "worst"), "offline_usage must be estimate|worst"),
         (bool(s.model_id and s.table_name), "model_id and table_name are required"),
         (s.embedding_dimensions > 0, "embedding_dimensions must be > 0"),
+        (s.pacing in ("on", "off"), "pacing must be on|off"),
+        (Decimal(0) <= s.pacing_burst_share <= 1, "pacing_burst_share must be in [0, 1]"),
+        (_curve_ok(s.pacing_curve), "pacing_curve takes 24 comma-separated weights >= 0"),
     ]
     prices = [getattr(s, name) for name in _FIELD_NAMES if name.startswith("price_")]
     checks.append((all(p is None or p >= 0 for p in prices), "prices must be >= 0"))

@@ -59,6 +59,9 @@ class Contending:
 
 
 def test_reserve_retries_conflicts_and_throttles_with_full_jitter(aws):
+    # The day's first reservation (it records the shard count), on another visitor's day.
+    reserve(aws, "warm", visitor="v0", ceilings=ledger.Ceilings(10**9, 10**9, 10**9))
+    before = totals(aws)
     fake = FakePace()
     client = Contending(aws.dynamodb, ["conflict", "throttle", "conflict"])
     out = ledger.reserve(
@@ -69,7 +72,7 @@ def test_reserve_retries_conflicts_and_throttles_with_full_jitter(aws):
     b = ledger.RESERVATION_BACKOFF
     expected = [d * min(b.cap_seconds, b.base_seconds * 2**n) for n, d in enumerate(fake.draws, 1)]
     assert fake.sleeps == pytest.approx(expected) and len(fake.sleeps) == 3
-    assert totals(aws) == (100, 100, 100)  # written once
+    assert totals(aws) == (before[0] + 100, before[1] + 100, 100)  # written once
 
 
 def test_reserve_out_of_retries_is_a_contention_refusal_within_its_budget(aws):
@@ -89,7 +92,9 @@ def test_a_condition_refusal_is_not_retried_even_beside_a_conflict(aws):
     class Mixed(Contending):
         def transact_write_items(self, **kwargs: Any) -> Any:
             self.calls += 1
-            reasons = [{"Code": "ConditionalCheckFailed"}, *CONFLICT] + [{"Code": "None"}] * 3
+            # the day refused on its ceiling (its old item carries the recorded count)
+            day = {"Code": "ConditionalCheckFailed", "Item": {"shards": {"N": "1"}}}
+            reasons = [day, *CONFLICT] + [{"Code": "None"}] * 3
             raise _cancelled(reasons, "TransactWriteItems")
 
     client = Mixed(aws.dynamodb, [])
@@ -151,6 +156,7 @@ def test_the_jitter_is_drawn_at_call_time_from_the_os(aws, monkeypatch):
         made.append(1)
         return real()
 
+    reserve(aws, "warm")  # the day's first reservation (it records the shard count)
     monkeypatch.setattr(random, "SystemRandom", counting)
     sleeps: list[float] = []
     pace = ledger.Pace(sleep=sleeps.append)

@@ -151,20 +151,87 @@ def test_naive_shards_that_never_try_another_strand_far_more(aws, monkeypatch):
     assert unused > 3 * (600 - 1)
 
 
-# Red team 2: docs/scaling.md asks the operator to change N only at the start of a month,
-# but nothing enforces it (settings accept any 1..MAX_SHARDS at any deploy). Each shard's
-# condition sees only its own item, so after a change the old items' spend is invisible:
-# day ceiling 1000, N = 1 spends 1000 on GLOBAL; redeployed with N = 2, GLOBAL (500 now)
-# is refused but GLOBAL#1 admits 500 more: 1500 on a 1000 day (and the month alike).
-@pytest.mark.xfail(
-    strict=True,
-    reason="red team 2: ceiling_shards changed 1 -> 2 mid-day admits 500 more on a spent "
-    "1000 day (1500 = 1.5x); 4 -> 2 likewise 1500; the month the same",
+# Red team 2 found that a change of N mid-period broke the cap: each shard's condition saw
+# only its own item, so with day ceiling 1000, N = 1 spent 1000 on GLOBAL, and redeployed
+# with N = 2, GLOBAL#1 (new, 500) admitted 500 more: 1500 on a 1000 day, the month alike.
+# Now the month records the count its first reservation used, and every item checks it.
+def _period_totals(aws, table, sk):
+    """Every GLOBAL* item of one period, whatever shard count wrote it (one scan)."""
+    items = aws.dynamodb.scan(TableName=table, ConsistentRead=True)["Items"]
+    return sum(int(i.get("costMicros", {}).get("N", "0")) for i in items
+               if i["pk"]["S"].startswith("GLOBAL") and i["sk"]["S"] == sk)  # fmt: skip
+
+
+@pytest.mark.parametrize(("before_n", "after_n"), [(1, 2), (4, 2), (2, 1), (1, 4), (3, 5)])
+def test_changing_the_shard_count_mid_period_keeps_the_hard_cap(aws, before_n, after_n):
+    before = ledger.Ceilings(1000, 1000, 10**6, shards=before_n)
+    for i in range(12):  # spend the day (and with it the month) at the old count
+        _reserve(aws, f"before{i}", 100, before, visitor=f"b{i}")
+    spent = _period_totals(aws, aws.table, DAY)
+    after = ledger.Ceilings(1000, 1000, 10**6, shards=after_n)
+    late = [_reserve(aws, f"after{i}", 100, after, visitor=f"v{i}") for i in range(12)]
+    assert all(out == ledger.Refusal("ceiling") for out in late)
+    assert _period_totals(aws, aws.table, DAY) == spent <= 1000
+    assert _period_totals(aws, aws.table, f"MONTH#{MONTH}") == spent <= 1000
+    # Every reservation of the month used the count it recorded: the old one.
+    recorded = aws.item("GLOBAL", f"SHARDS#{MONTH}")
+    assert recorded["shards"]["N"] == str(before_n)
+
+
+def test_a_new_count_applies_from_the_next_month(aws):
+    one = ledger.Ceilings(1000, 10**6, 10**6, shards=1)
+    assert _reserve(aws, "nov", 100, one).shard == 0
+    two = ledger.Ceilings(1000, 10**6, 10**6, shards=2)
+    december = [
+        ledger.reserve(aws.dynamodb, aws.table, request_id=f"dec{i}", visitor="v",
+                       day="2026-12-01", micros=10, ceilings=two, now=NOW + 3 * 86_400)
+        for i in range(12)
+    ]  # fmt: skip
+    assert {r.shard for r in december} == {0, 1}
+    assert aws.item("GLOBAL", "SHARDS#2026-12")["shards"]["N"] == "2"
+    # Still November: the recorded single shard, whatever the new setting says.
+    assert {_reserve(aws, f"nov{i}", 10, two).shard for i in range(12)} == {0}
+
+
+change = st.one_of(
+    st.tuples(st.just("reserve"), st.integers(1, 600), st.integers(1, 4), st.integers(0, 1)),
+    st.tuples(st.just("settle"), st.integers(0, 40), st.integers(0, 100)),
 )
-def test_changing_the_shard_count_mid_period_keeps_the_hard_cap(aws):
-    before = ledger.Ceilings(1000, 1000, 10**6, shards=1)
-    assert isinstance(_reserve(aws, "spent", 1000, before), ledger.Reservation)
-    after = ledger.Ceilings(1000, 1000, 10**6, shards=2)
-    for i in range(10):
-        _reserve(aws, f"after{i}", 100, after, visitor=f"v{i}")
-    assert sum(_day_totals(aws, 2)) <= 1000
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(ops=st.lists(change, min_size=1, max_size=30))
+def test_any_shard_changes_mid_period_keep_every_ceiling(aws, ops):
+    # Each reservation is made with any count 1..4 on either of two days of one month; the
+    # first count the month met is the one every reservation lands under.
+    days = ["2026-11-29", "2026-11-30"]
+    table = f"change-{uuid.uuid4().hex}"
+    create_ledger_table(aws.dynamodb, table)
+    open_, owed, first = [], 0, None
+    try:
+        for n, op in enumerate(ops):
+            if op[0] == "reserve":
+                ceilings = ledger.Ceilings(2000, 3000, 10**6, shards=op[2])
+                first = first or op[2]
+                out = ledger.reserve(
+                    aws.dynamodb, table, request_id=f"r{n}", visitor=f"v{n % 3}",
+                    day=days[op[3]], micros=op[1], ceilings=ceilings, now=NOW,
+                )  # fmt: skip
+                if isinstance(out, ledger.Reservation):
+                    assert out.shard < first  # a shard of the recorded count
+                    open_.append(out)
+                else:
+                    assert out == ledger.Refusal("ceiling")
+            elif open_:
+                r = open_.pop(op[1] % len(open_))
+                actual = r.reserved_micros * op[2] // 100
+                ledger.reconcile(aws.dynamodb, table, r, actual_micros=actual, now=NOW)
+                owed += actual
+            for day in days:
+                assert _period_totals(aws, table, day) <= 2000
+            month = _period_totals(aws, table, f"MONTH#{MONTH}")
+            assert month <= 3000
+            assert month == owed + sum(r.reserved_micros for r in open_)
+    finally:
+        aws.dynamodb.delete_table(TableName=table)
