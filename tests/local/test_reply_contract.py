@@ -95,6 +95,11 @@ def _every_outcome(knowledge_dir: Path, empty_dir: Path) -> Iterator[tuple[str, 
         yield "off", runtime.send(QUESTION, ip="198.51.100.4")
     with runtime_with(daily_ceiling_usd="0.001") as runtime:
         yield "degraded at the ceiling", runtime.send(QUESTION, ip=VISITOR)
+    # At the pinned noon a flat curve with no burst has released half of $0.015, less than
+    # one reserve: S7's paced reply carries `releasedAt`, which the template must pass too.
+    paced = {"daily_ceiling_usd": "0.015", "visitor_cost_share": "1", "pacing_burst_share": "0"}
+    with runtime_with(**paced) as runtime:
+        yield "degraded, paced", runtime.send(QUESTION, ip=VISITOR)
     with runtime_with(knowledge_dir=empty_dir) as runtime:
         yield "503 fail closed", runtime.send(QUESTION, ip=VISITOR)
     with runtime_with() as runtime, _model_fails():
@@ -127,6 +132,7 @@ def test_every_reply_of_the_workflow_passes_the_template_as_the_local_server_ans
     flags = {name: o.body for name, o in outcomes}
     assert flags["off"].get("off") is True and flags["limited"].get("limited") is True
     assert flags["degraded"].get("degraded") is True and "sig" in flags["answer"]
+    assert str(flags["degraded, paced"].get("releasedAt", "")).endswith("Z")
     statuses = [o.status for _, o in outcomes]
     assert {200, 400, 403, 503} <= set(statuses)
     assert results[-3].output and results[-3].output["body"]["error"] != vtl.UNAVAILABLE
