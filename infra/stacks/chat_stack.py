@@ -29,7 +29,7 @@ from infra.bundling import GATE_ASSET, RETRIEVAL_ASSET, index_embedder, index_si
 from infra.config import RETENTION_DAYS, DeployConfig
 from infra.step_wiring import STEP_SETTINGS
 from steps.lib.money.ledger_items import shard_pks
-from steps.lib.runtime.settings import PROJECT_ROOT, Settings, cdk_context
+from steps.lib.runtime.settings import MAX_SHARDS, PROJECT_ROOT, Settings, cdk_context
 from steps.lib.runtime.stages import STAGES, Stage
 
 WIDGET_DIR = PROJECT_ROOT / "widget"
@@ -136,8 +136,11 @@ class ChatStack(Stack):
     def _steps(self, runtime: Settings, config: DeployConfig) -> dict[str, PipelineStep]:
         table = self.ledger.table.table_arn
         params = {name: allow.parameter_arn(self, name) for name in self.secrets.names.values()}
-        # The day/month totals: GLOBAL, plus GLOBAL#1..N-1 with N ceiling shards.
-        totals = shard_pks(runtime.ceiling_shards)
+        # The day/month totals: GLOBAL and GLOBAL#1..15, every shard that can exist, not only
+        # this deploy's ceiling_shards: a month keeps the count recorded by its first
+        # reservation (ledger_items.py), so after N is lowered mid-month the steps still
+        # settle and reserve on the higher shards until the month ends, not 503.
+        totals = shard_pks(MAX_SHARDS)
         grants: dict[str, list[iam.PolicyStatement]] = {
             "OriginVerify": [allow.read_parameter(params[runtime.origin_secret_param])],
             "Quota": [

@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 
+from steps.lib.money.ledger_items import shard_pks
+from steps.lib.runtime.settings import MAX_SHARDS
 from tests.infra.conftest import function_of
+
+# Every day/month total item a reservation or settlement may touch (chat_stack.py says why).
+TOTALS = set(shard_pks(MAX_SHARDS))
 
 pytestmark = pytest.mark.infra
 
@@ -95,7 +100,7 @@ def test_cost_gate_only_touches_the_reservation_transaction_items(synth):
     allowed = {"dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:ConditionCheckItem",
                "dynamodb:GetItem"}  # fmt: skip
     assert problems(s, allowed=allowed) == []
-    assert leading_keys(s, "dynamodb:UpdateItem") == {"GLOBAL", "VISITOR#*"}
+    assert leading_keys(s, "dynamodb:UpdateItem") == {*TOTALS, "VISITOR#*"}
     assert leading_keys(s, "dynamodb:PutItem") == {"RES#*"}
     assert leading_keys(s, "dynamodb:ConditionCheckItem") == {"CONFIG"}
     assert not mentions(s, "ssm:") and not mentions(s, "bedrock:")
@@ -143,15 +148,20 @@ def test_invoke_may_only_converse_with_the_model_and_apply_the_guardrail(synth):
 def test_reconcile_only_settles_reservations_and_totals(synth):
     s = statements_of(synth, "Reconcile")
     assert problems(s, allowed={"dynamodb:UpdateItem", "dynamodb:GetItem"}) == []
-    assert leading_keys(s, "dynamodb:UpdateItem") == {"RES#*", "GLOBAL", "VISITOR#*"}
+    assert leading_keys(s, "dynamodb:UpdateItem") == {"RES#*", *TOTALS, "VISITOR#*"}
     assert leading_keys(s, "dynamodb:GetItem") == {"RES#*"}
     assert not mentions(s, "bedrock:") and not mentions(s, "ssm:")
 
 
-def test_sharded_totals_widen_the_scope_to_their_own_keys_only():
-    from steps.lib.money.ledger_items import day_key, shard_pks
+def test_the_totals_scope_is_every_shard_that_can_exist_and_nothing_else():
+    # A month keeps the shard count its first reservation recorded, so a deploy that lowers
+    # ceiling_shards mid-month must still reach the higher shards (else 503 until the month
+    # ends); the scope stays the total items' own keys.
+    from steps.lib.money.ledger_items import day_key
 
-    assert shard_pks(1) == ["GLOBAL"]  # the shipped default: the grants above
+    every_shard = {"GLOBAL", *(f"GLOBAL#{k}" for k in range(1, MAX_SHARDS))}
+    assert every_shard == TOTALS
+    assert shard_pks(1) == ["GLOBAL"]
     assert shard_pks(3) == ["GLOBAL", "GLOBAL#1", "GLOBAL#2"]
     assert [day_key("2026-11-30", k)["pk"]["S"] for k in range(3)] == shard_pks(3)
 
