@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 index: $(KNOWLEDGE)
-$(KNOWLEDGE): $(STAMP) $(shell find examples/site indexer -type f -not -path "*/__pycache__/*" 2>/dev/null) steps/lib/text/tokens.py steps/lib/providers/hashing_embedder.py steps/lib/grounding/knowledge.py cdk.json
+$(KNOWLEDGE): $(STAMP) $(shell find examples/site indexer -type f -not -path "*/__pycache__/*" 2>/dev/null) steps/lib/text/tokens.py steps/lib/providers/local_embedder.py steps/lib/providers/minilm/tokenizer.json steps/lib/grounding/knowledge.py cdk.json
 	$(BIN)/chatguard index examples/site --out build/knowledge
 
 run: $(STAMP) $(KNOWLEDGE)

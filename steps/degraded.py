@@ -1,11 +1,14 @@
 """S7 Degraded: a budget tripped (or the operator chose so): the closest section of the site,
-as plain text, with its source. Lexical match only: no embedding, no model, zero cost.
+as plain text, with its source. Zero model cost: with Titan it ranks by the lexical match
+alone (an embedding would be a billed call); with the local embedder it embeds the query
+on this CPU and ranks by S4's own hybrid score.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from steps.lib.providers import models
 from steps.lib.runtime import init_phase, observability
 from steps.lib.runtime.settings import settings
 
@@ -13,7 +16,15 @@ from steps.lib.runtime.settings import settings
 def _load_index() -> None:
     from steps.lib.grounding import knowledge
 
-    knowledge.load_knowledge(settings().knowledge_dir)
+    s = settings()
+    knowledge.load_knowledge(s.knowledge_dir, embedder=_local_id(s))
+    if _local_id(s) is not None:
+        models.query_embedder(s)  # the model and its checksums, at INIT
+
+
+def _local_id(s: Any) -> str | None:
+    """The local model's id when it embeds queries (free to use here), else None."""
+    return models.query_embedder_id(s) if models.embedder_kind(s) == "local" else None
 
 
 init_phase.at_init(_load_index)  # INIT phase on Lambda (the index in memory); no-op elsewhere
@@ -33,9 +44,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     )
 
     s, request = settings(), event["request"]
-    kb = knowledge.load_knowledge(s.knowledge_dir)
+    local = _local_id(s)
+    kb = knowledge.load_knowledge(s.knowledge_dir, embedder=local)
     query = retrieval.follow_up_query(request["message"], request.get("history") or [])
-    chunk = retrieval.degraded_answer(kb, query, page=request.get("page"))
+    vector = models.query_embedder(s).embed_query(query.text)[0] if local else None
+    chunk = retrieval.degraded_answer(kb, query, page=request.get("page"), query_vector=vector)
     observability.decision("degraded", reason=event.get("reason"), matched=chunk is not None)
     if chunk is None:
         return {"statusCode": 200, "body": {"reply": NOTHING, "degraded": True, "sources": []}}

@@ -232,13 +232,22 @@ def select_grounding(
     return [chosen[index] for index in leading + rest]
 
 
-def degraded_answer(kb: Knowledge, query: Query | str, *, page: str | None = None) -> Chunk | None:
-    """The best match of the hybrid's lexical part (chunk + page BM25), or None when the
-    message has no content term or no chunk shares a term with the query.
+def degraded_answer(
+    kb: Knowledge,
+    query: Query | str,
+    *,
+    page: str | None = None,
+    query_vector: np.ndarray | None = None,
+) -> Chunk | None:
+    """The best match for a degraded answer, or None when the message has no content term
+    or no chunk shares a term with the query.
 
-    It never embeds: degraded mode runs when the budget is spent, so it must cost nothing.
-    The page part makes the page that discusses the question beat a glossary that merely
-    mentions its terms; exact ties go to the visitor's current page, then to document order.
+    It never pays for an embedding: degraded mode runs when the budget is spent. Without
+    ``query_vector`` it ranks by the hybrid's lexical part (chunk + page BM25): the page
+    part makes the page that discusses the question beat a glossary that merely mentions
+    its terms. With the local model's ``query_vector`` (computed on this CPU, at no model
+    cost) it ranks by the same hybrid score as S4, cosine included. Exact ties go to the
+    visitor's current page, then to document order.
     """
     query = as_query(query)
     if query.own_terms == 0:  # only stop words or punctuation: nothing to look for
@@ -246,6 +255,7 @@ def degraded_answer(kb: Knowledge, query: Query | str, *, page: str | None = Non
     lexical = lexical_scores(kb, query)
     if lexical.size == 0 or float(lexical.max()) <= 0.0:
         return None
-    best = np.flatnonzero(lexical == lexical.max()).tolist()
+    total = lexical if query_vector is None else scores(kb, query_vector, query)
+    best = np.flatnonzero(total == total.max()).tolist()
     current = set(kb.page_chunks(page))
     return kb.chunks[min(best, key=lambda index: (index not in current, index))]

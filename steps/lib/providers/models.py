@@ -26,7 +26,8 @@ from .interface import (
 # The interface's names, for the modules that reach the models through this seam.
 __all__ = [
     "USAGE_KEYS", "CountUnavailable", "GuardVerdict", "ModelReply", "QueryEmbedder",
-    "Responder", "query_embedder", "responder", "usage_of",
+    "Responder", "embedder_kind", "query_embedder", "query_embedder_id", "responder",
+    "usage_of",
 ]  # fmt: skip
 
 
@@ -45,12 +46,43 @@ def responder(s: Settings, client: Any = None, count_client: Any = None) -> Resp
     return bedrock.BedrockResponder(s, client, count_client)
 
 
+def embedder_kind(s: Settings) -> str:
+    """Which embedder the settings choose: "hashing" only when asked for (unit tests);
+    "local" when asked for or on the offline backend (which never calls Bedrock);
+    else "titan"."""
+    if s.embedder == "hashing":
+        return "hashing"
+    return "local" if s.embedder == "local" or s.model_backend == "offline" else "titan"
+
+
+def query_embedder_id(s: Settings) -> str:
+    """The id an index must carry for these settings, without loading any model."""
+    kind = embedder_kind(s)
+    if kind == "hashing":
+        from .hashing_embedder import HashingEmbedder
+
+        return HashingEmbedder.id
+    if kind == "local":
+        from .local_embedder import MODEL_ID
+
+        return MODEL_ID
+    from ..grounding.knowledge import bedrock_embedder_id
+
+    return bedrock_embedder_id(s.embedding_model_id, s.embedding_dimensions)
+
+
 def query_embedder(s: Settings, client: Any = None) -> QueryEmbedder:
-    """Titan on ``client`` (default: the container's own), or the offline stand-in."""
-    if s.model_backend == "offline":
+    """Titan on ``client`` (default: the container's own), the local model, or the
+    hashing stand-in, as ``embedder_kind`` says."""
+    kind = embedder_kind(s)
+    if kind == "hashing":
         from .offline import HashingQueryEmbedder
 
         return HashingQueryEmbedder(s)
+    if kind == "local":
+        from .local_embedder import LocalQueryEmbedder
+
+        return LocalQueryEmbedder()
     from ..runtime import clients
     from . import bedrock
 
