@@ -121,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
     embedded = getattr(embedder, "embedded", None)  # the local model's cache says what it did
     if embedded is not None:
         print(
-            f"embedded {embedded} new or changed chunks, {report.chunks - embedded} from the cache"
+            f"embedded {embedded} new or changed chunks, {report.chunks - embedded} from the cache",
+            file=sys.stderr,
         )
     return 0
 

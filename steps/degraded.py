@@ -19,7 +19,9 @@ def _load_index() -> None:
     s = settings()
     knowledge.load_knowledge(s.knowledge_dir, embedder=_local_id(s))
     if _local_id(s) is not None:
-        models.query_embedder(s)  # the model and its checksums, at INIT
+        from steps.lib.providers import local_embedder
+
+        local_embedder.shared()  # the model and its checksums, at INIT
 
 
 def _local_id(s: Any) -> str | None:
@@ -36,6 +38,12 @@ NOTHING = (
 )
 
 
+def _local_vector(text: str) -> Any:
+    from steps.lib.providers import local_embedder
+
+    return local_embedder.shared().embed([text])[0]
+
+
 @observability.instrumented("Degraded")
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     from steps.lib.grounding import (  # numpy: only the retrieval steps pay for it
@@ -47,7 +55,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     local = _local_id(s)
     kb = knowledge.load_knowledge(s.knowledge_dir, embedder=local)
     query = retrieval.follow_up_query(request["message"], request.get("history") or [])
-    vector = models.query_embedder(s).embed_query(query.text)[0] if local else None
+    # The local model directly, not the billed seam (models.query_embedder): it is no
+    # provider call, and degraded mode must make none.
+    vector = _local_vector(query.text) if local else None
     chunk = retrieval.degraded_answer(kb, query, page=request.get("page"), query_vector=vector)
     observability.decision("degraded", reason=event.get("reason"), matched=chunk is not None)
     if chunk is None:
