@@ -15,9 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from steps.lib.grounding.knowledge import bedrock_embedder_id
+from steps.lib.providers.local_embedder import DIMENSIONS as LOCAL_DIMENSIONS
+from steps.lib.providers.local_embedder import MODEL_ID as LOCAL_MODEL_ID
 
 STAND_IN_CONTEXT = "chatguard/stand_in_index"
 REBUILD = "chatguard index SITE_DIR --out build/knowledge --embedder titan"
+REBUILD_LOCAL = "chatguard index SITE_DIR --out build/knowledge"  # embedder = "local"
 
 
 class IndexMismatch(ValueError):
@@ -30,11 +33,19 @@ class BuiltIndex:
     dimensions: int
 
 
-def wanted_embedder(model_backend: str, model_id: str, dimensions: int) -> str | None:
+def wanted_embedder(
+    model_backend: str, model_id: str, dimensions: int, embedder: str = "titan"
+) -> str | None:
     """The embedder id a deployment's Retrieve uses; None when it embeds offline."""
     if model_backend != "bedrock":
         return None
+    if embedder == "local":
+        return LOCAL_MODEL_ID
     return bedrock_embedder_id(model_id, dimensions)
+
+
+def wanted_dimensions(dimensions: int, embedder: str) -> int:
+    return LOCAL_DIMENSIONS if embedder == "local" else dimensions
 
 
 def check(
@@ -51,4 +62,5 @@ def check(
     )
     if stand_in_allowed:
         return f"{problem}: synthesized anyway because {STAND_IN_CONTEXT} is set (not deployable)"
-    raise IndexMismatch(f"{problem}; rebuild it with `{REBUILD}`")
+    rebuild = REBUILD_LOCAL if wanted == LOCAL_MODEL_ID else REBUILD
+    raise IndexMismatch(f"{problem}; rebuild it with `{rebuild}`")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from steps.lib.providers import models
+from steps.lib.providers.embedder_choice import embedder_kind
 from steps.lib.runtime import init_phase, observability
 from steps.lib.runtime.settings import settings
 
@@ -26,7 +26,11 @@ def _load_index() -> None:
 
 def _local_id(s: Any) -> str | None:
     """The local model's id when it embeds queries (free to use here), else None."""
-    return models.query_embedder_id(s) if models.embedder_kind(s) == "local" else None
+    if embedder_kind(s) != "local":
+        return None
+    from steps.lib.providers.local_embedder import MODEL_ID
+
+    return MODEL_ID
 
 
 init_phase.at_init(_load_index)  # INIT phase on Lambda (the index in memory); no-op elsewhere

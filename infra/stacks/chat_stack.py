@@ -25,10 +25,11 @@ from infra.blocks.pipeline_step import PipelineStep
 from infra.blocks.secrets import GeneratedSecrets
 from infra.blocks.site_distribution import SiteDistribution
 from infra.blocks.workflow import ChatWorkflow
-from infra.bundling import GATE_ASSET, RETRIEVAL_ASSET, index_embedder, step_code
+from infra.bundling import GATE_ASSET, index_embedder, retrieval_asset, step_code
 from infra.config import RETENTION_DAYS, DeployConfig
 from infra.step_wiring import STEP_SETTINGS
 from steps.lib.money.ledger_items import shard_pks
+from steps.lib.providers.models import embedder_kind
 from steps.lib.runtime.settings import PROJECT_ROOT, Settings
 from steps.lib.runtime.stages import STAGES, Stage
 
@@ -162,7 +163,7 @@ class ChatStack(Stack):
             ],
             "Degraded": [],  # the bundled index only: no AWS call at all
         }
-        gate, retrieval = step_code(GATE_ASSET), step_code(RETRIEVAL_ASSET)
+        gate, retrieval = step_code(GATE_ASSET), step_code(retrieval_asset(embedder_kind(runtime)))
         steps = {
             stage.state: PipelineStep(
                 self,
@@ -195,9 +196,14 @@ class ChatStack(Stack):
         warning = index_check.check(
             index_embedder(),
             wanted=index_check.wanted_embedder(
-                runtime.model_backend, runtime.embedding_model_id, runtime.embedding_dimensions
+                runtime.model_backend,
+                runtime.embedding_model_id,
+                runtime.embedding_dimensions,
+                runtime.embedder,
             ),
-            dimensions=runtime.embedding_dimensions,
+            dimensions=index_check.wanted_dimensions(
+                runtime.embedding_dimensions, runtime.embedder
+            ),
             stand_in_allowed=stand_in_allowed,
         )
         if warning:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..runtime.settings import Settings
+from .embedder_choice import embedder_kind
 from .interface import (
     USAGE_KEYS,
     CountUnavailable,
@@ -44,15 +45,6 @@ def responder(s: Settings, client: Any = None, count_client: Any = None) -> Resp
     if client is None:
         client, count_client = clients.bedrock_runtime(), count_client or clients.bedrock_count()
     return bedrock.BedrockResponder(s, client, count_client)
-
-
-def embedder_kind(s: Settings) -> str:
-    """Which embedder the settings choose: "hashing" only when asked for (unit tests);
-    "local" when asked for or on the offline backend (which never calls Bedrock);
-    else "titan"."""
-    if s.embedder == "hashing":
-        return "hashing"
-    return "local" if s.embedder == "local" or s.model_backend == "offline" else "titan"
 
 
 def query_embedder_id(s: Settings) -> str:
