@@ -107,6 +107,7 @@ bench-retrieval: $(STAMP) $(KNOWLEDGE)
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	    --no-install-recommends wordnet-base >/dev/null; }
 	$(BIN)/python -m tests.bench.retrieval
+	$(BIN)/python -m tests.bench.local_model
 
 bench-pipeline: $(STAMP) $(KNOWLEDGE)
 	$(BIN)/python -m tests.bench.pipeline

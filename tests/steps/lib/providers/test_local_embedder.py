@@ -147,3 +147,29 @@ def test_the_degraded_answer_ranks_by_meaning_with_the_local_model(tmp_path: Pat
     assert local is not None and local.page == "/garage"
     # Still no answer for a message with nothing to look for.
     assert retrieval.degraded_answer(kb, "is it?", query_vector=vector) is None
+
+
+def test_an_index_of_the_local_model_ranks_with_its_own_lexical_weight(tmp_path: Path) -> None:
+    """The weight re-chosen beside the local model applies to its index only; Titan's and
+    the stand-in's keep theirs (the same vectors, relabelled, rank with 0.3)."""
+    from indexer.artifact import write_artifact
+    from indexer.build import plan
+    from indexer.policy import IndexPolicy
+    from steps.lib.grounding import retrieval
+    from steps.lib.grounding.knowledge import load_knowledge
+
+    site = tmp_path / "site"
+    site.mkdir()
+    for name in ("limits", "budgets", "widget"):
+        (site / f"{name}.md").write_text(f"# {name}\n\nThe {name} page talks about {name}.\n")
+    chunks = [chunk for _, chunk in plan(site, IndexPolicy((), ()))[0]]
+    matrix = np.random.default_rng(3).normal(size=(len(chunks), DIMENSIONS))
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    vector = matrix[0].astype(np.float32)
+    for embedder, weight in ((MODEL_ID, 0.1), ("hashing-v2", 0.3)):
+        write_artifact(tmp_path / embedder, chunks, matrix, embedder)
+        kb = load_knowledge(tmp_path / embedder)
+        expected = retrieval.cosines(kb.matrix, vector) + np.float32(
+            weight
+        ) * retrieval.lexical_scores(kb, "budgets")
+        assert np.allclose(retrieval.scores(kb, vector, "budgets"), expected)
