@@ -11,6 +11,7 @@ from typing import Any
 from steps.lib.providers.embedder_choice import embedder_kind
 from steps.lib.runtime import init_phase, observability
 from steps.lib.runtime.settings import settings
+from steps.lib.text import prose
 
 
 def _load_index() -> None:
@@ -68,6 +69,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return {"statusCode": 200, "body": {"reply": NOTHING, "degraded": True, "sources": []}}
     # The text is plain already (rendered at index time); the heading trail and page come
     # once, as the source the widget links, not repeated above the text.
-    reply = f"{FRAMING}\n\n{chunk.text}"
+    # A trailing heading line (the next section's title kept as text) ends nothing.
+    reply = f"{FRAMING}\n\n{prose.without_trailing_headings(chunk.text)}"
     sources = [{"page": chunk.page, "heading": chunk.heading}]
     return {"statusCode": 200, "body": {"reply": reply, "degraded": True, "sources": sources}}
