@@ -139,9 +139,15 @@ def set_lines(title: str, result: Mapping[str, Any], weight: float) -> list[str]
         f"alone (target >= {TARGET_DEGRADED}: "
         f"{'met' if result['degraded'][weight] >= TARGET_DEGRADED else 'NOT met'})",
         f"- follow-up chains that keep their topic, visitor on no page: "
-        f"{result['chains'][weight]:.2f} (target >= {TARGET_CHAINS} on npm: "
-        f"{'met' if result['chains'][weight] >= TARGET_CHAINS else 'NOT met'}); by lexical "
-        "weight: " + ", ".join(f"{w}: {result['chains'][w]:.2f}" for w in WEIGHTS),
+        f"{result['chains'][weight]:.2f}"
+        + (
+            f" (target >= {TARGET_CHAINS} on npm: "
+            f"{'met' if result['chains'][weight] >= TARGET_CHAINS else 'NOT met'})"
+            if title.startswith("npm")
+            else ""
+        )
+        + "; by lexical weight: "
+        + ", ".join(f"{w}: {result['chains'][w]:.2f}" for w in WEIGHTS),
     ]
 
 
