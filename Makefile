@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 index: $(KNOWLEDGE)
-$(KNOWLEDGE): $(STAMP) $(shell find examples/site indexer -type f -not -path "*/__pycache__/*" 2>/dev/null) steps/lib/text/tokens.py steps/lib/providers/hashing_embedder.py steps/lib/grounding/knowledge.py cdk.json
+$(KNOWLEDGE): $(STAMP) $(shell find examples/site indexer -type f -not -path "*/__pycache__/*" 2>/dev/null) steps/lib/text/tokens.py steps/lib/providers/local_embedder.py steps/lib/providers/minilm/tokenizer.json steps/lib/grounding/knowledge.py cdk.json
 	$(BIN)/chatguard index examples/site --out build/knowledge
 
 run: $(STAMP) $(KNOWLEDGE)
@@ -107,6 +107,7 @@ bench-retrieval: $(STAMP) $(KNOWLEDGE)
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	    --no-install-recommends wordnet-base >/dev/null; }
 	$(BIN)/python -m tests.bench.retrieval
+	$(BIN)/python -m tests.bench.local_model
 
 bench-pipeline: $(STAMP) $(KNOWLEDGE)
 	$(BIN)/python -m tests.bench.pipeline

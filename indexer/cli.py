@@ -1,4 +1,4 @@
-"""`chatguard index SITE_DIR [--out DIR] [--embedder hashing|titan]` (and `python -m indexer`).
+"""`chatguard index SITE_DIR [--out DIR] [--embedder local|titan|hashing]` (`python -m indexer`).
 
 Exit codes: 0 built; 1 refused (forbidden term, no pages, embedding failure; nothing
 written); 2 bad arguments (argparse).
@@ -29,12 +29,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--embedder",
-        choices=("hashing", "titan"),
-        default="hashing",
-        help="hashing = offline stand-in (default); titan = Bedrock",
+        choices=("local", "titan", "hashing"),
+        default="local",
+        help="local = the bundled MiniLM model, offline (default); titan = Bedrock; "
+        "hashing = the fast stand-in the unit tests use (not a semantic model)",
     )
     parser.add_argument(
-        "--dimensions", type=int, default=1024, help="vector size (default %(default)s)"
+        "--dimensions",
+        type=int,
+        default=1024,
+        help="vector size, titan and hashing only "
+        "(default %(default)s; the local model's is fixed)",
     )
     parser.add_argument(
         "--exclude",
@@ -61,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     titan.add_argument("--concurrency", type=int, default=4, help="calls in flight")
     titan.add_argument(
         "--cache", type=Path, default=None, help="embedding cache file (default: beside --out)"
-    )
+    )  # also the local model's cache: a rebuild embeds only the chunks that changed
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -90,6 +95,17 @@ def make_embedder(args: argparse.Namespace) -> Embedder:
         from steps.lib.providers.hashing_embedder import HashingEmbedder
 
         return HashingEmbedder(args.dimensions)
+    if args.embedder == "local":
+        from steps.lib.providers.local_embedder import MODEL_ID, LocalEmbedder, default_threads
+
+        from .local_model import CachedLocalEmbedder
+
+        cache = args.cache or args.out.parent / ".embedding-cache" / f"{MODEL_ID}.json"
+        return CachedLocalEmbedder(
+            lambda: LocalEmbedder(threads=default_threads()),
+            cache_path=cache,
+            progress=sys.stderr if sys.stderr.isatty() else None,
+        )
     import boto3
     from botocore.config import Config
 
@@ -116,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
         print(f'chatguard index: cdk.json "chatguard/index": {exc}', file=sys.stderr)
         return 2
     try:
-        report = build(args.site, args.out, policy, make_embedder(args))
+        embedder = make_embedder(args)
+        report = build(args.site, args.out, policy, embedder)
     except BuildError as exc:
         print(f"chatguard index: refused, nothing written: {exc}", file=sys.stderr)
         return 1
@@ -124,6 +141,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"chatguard index: failed, nothing written: {exc}", file=sys.stderr)
         return 1
     print(summary(report))
+    embedded = getattr(embedder, "embedded", None)  # the local model's cache says what it did
+    if embedded is not None:
+        print(
+            f"embedded {embedded} new or changed chunks, {report.chunks - embedded} from the cache",
+            file=sys.stderr,
+        )
     return 0
 
 

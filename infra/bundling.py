@@ -98,6 +98,14 @@ class StepAsset:
 
 GATE_ASSET = StepAsset("gate", ("lambda.txt",), with_knowledge=False)
 RETRIEVAL_ASSET = StepAsset("retrieval", ("lambda.txt", "numpy.txt"), with_knowledge=True)
+# With `embedder = "local"` the retrieval steps also carry the model and its runtime.
+LOCAL_RETRIEVAL_ASSET = StepAsset(
+    "retrieval-local", ("lambda.txt", "numpy.txt", "local_embedder.txt"), with_knowledge=True
+)
+
+
+def retrieval_asset(embedder: str) -> StepAsset:
+    return LOCAL_RETRIEVAL_ASSET if embedder == "local" else RETRIEVAL_ASSET
 
 
 def step_code(asset: StepAsset) -> lambda_.Code:

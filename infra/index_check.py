@@ -24,10 +24,13 @@ from pathlib import Path
 
 from indexer.provenance import SiteRecord, drift
 from steps.lib.grounding.knowledge import bedrock_embedder_id
+from steps.lib.providers.local_embedder import DIMENSIONS as LOCAL_DIMENSIONS
+from steps.lib.providers.local_embedder import MODEL_ID as LOCAL_MODEL_ID
 
 STAND_IN_CONTEXT = "chatguard/stand_in_index"
 SITE_DIR_CONTEXT = "chatguard/site_dir"
 REBUILD = "chatguard index SITE_DIR --out build/knowledge --embedder titan"
+REBUILD_LOCAL = "chatguard index SITE_DIR --out build/knowledge"  # embedder = "local"
 
 
 class IndexMismatch(ValueError):
@@ -40,11 +43,19 @@ class BuiltIndex:
     dimensions: int
 
 
-def wanted_embedder(model_backend: str, model_id: str, dimensions: int) -> str | None:
+def wanted_embedder(
+    model_backend: str, model_id: str, dimensions: int, embedder: str = "titan"
+) -> str | None:
     """The embedder id a deployment's Retrieve uses; None when it embeds offline."""
     if model_backend != "bedrock":
         return None
+    if embedder == "local":
+        return LOCAL_MODEL_ID
     return bedrock_embedder_id(model_id, dimensions)
+
+
+def wanted_dimensions(dimensions: int, embedder: str) -> int:
+    return LOCAL_DIMENSIONS if embedder == "local" else dimensions
 
 
 def check(
@@ -61,17 +72,28 @@ def check(
     )
     if stand_in_allowed:
         return f"{problem}: synthesized anyway because {STAND_IN_CONTEXT} is set (not deployable)"
-    raise IndexMismatch(f"{problem}; rebuild it with `{REBUILD}`")
+    raise IndexMismatch(f"{problem}; rebuild it with `{rebuild_command(wanted)}`")
+
+
+def rebuild_command(wanted: str | None) -> str:
+    """The `chatguard index` command that builds what the deployment's Retrieve wants."""
+    return REBUILD_LOCAL if wanted == LOCAL_MODEL_ID else REBUILD
 
 
 def check_site(
-    record: SiteRecord | None, site: Path, *, shown: str, stand_in_allowed: bool
+    record: SiteRecord | None,
+    site: Path,
+    *,
+    shown: str,
+    stand_in_allowed: bool,
+    command: str = REBUILD,
 ) -> str | None:
     """None when build/knowledge was built from `site` as it is now; a warning when a
     stand-in was allowed; else IndexMismatch naming what differs and the command.
 
-    `shown` is how the site is named in the message (as cdk.json names it)."""
-    rebuild = f"rebuild it with `{REBUILD.replace('SITE_DIR', shown)}`"
+    `shown` is how the site is named in the message (as cdk.json names it); `command` the
+    rebuild for the deployment's embedder (`rebuild_command`)."""
+    rebuild = f"rebuild it with `{command.replace('SITE_DIR', shown)}`"
     if not site.is_dir():
         problem = f"the site directory {shown} (cdk.json chatguard/index site_dir) does not exist"
     elif record is None:

@@ -50,6 +50,7 @@ STEP_SETTINGS: dict[str, tuple[str, ...]] = {
     ),
     "Retrieve": (
         "model_backend",
+        "embedder",  # titan, or the local model bundled with the step
         "embedding_model_id",
         "embedding_dimensions",
         "grounding_token_budget",
@@ -68,5 +69,7 @@ STEP_SETTINGS: dict[str, tuple[str, ...]] = {
         *BEDROCK_TIMEOUTS,
     ),
     "Reconcile": ("table_name", *PRICING),
-    "Degraded": (),  # the bundled index at its default path; no limit, price or secret
+    # The bundled index at its default path; no limit, price or secret. `embedder`: with
+    # the local model it ranks by meaning too, at no model cost.
+    "Degraded": ("model_backend", "embedder"),
 }

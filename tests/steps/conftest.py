@@ -70,6 +70,9 @@ def environment(monkeypatch: pytest.MonkeyPatch, knowledge_dir: Path) -> Iterato
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "CHATGUARD_MODEL_BACKEND": "offline",
+        # The steps' unit tests run on the fast hashing stand-in (their index is built by
+        # it above); tests/steps/lib/providers/test_local_embedder.py runs the real model.
+        "CHATGUARD_EMBEDDER": "hashing",
         "CHATGUARD_KNOWLEDGE_DIR": str(knowledge_dir),
     }.items():
         monkeypatch.setenv(name, value)

@@ -567,11 +567,20 @@ def incompatible(directory: Path, why: str, embedder: str | None = None) -> Know
     Said when the step loads the index (S4 before any embedding, S7 before answering) and
     by `chatguard serve` at start, so an operator reads it before a visitor sees a 503.
     """
-    titan = " --embedder titan" if embedder and embedder.startswith("bedrock:") else ""
     return KnowledgeError(
         f"the knowledge index in {directory} {why}: rebuild it with "
-        f"`chatguard index SITE_DIR --out {directory}{titan}`"
+        f"`chatguard index SITE_DIR --out {directory}{_embedder_option(embedder)}`"
     )
+
+
+def _embedder_option(embedder: str | None) -> str:
+    """The `chatguard index` option that builds for this query embedder (the local model
+    is the default, so it needs none)."""
+    if embedder and embedder.startswith("bedrock:"):
+        return " --embedder titan"
+    if embedder and embedder.startswith("hashing"):
+        return " --embedder hashing"
+    return ""
 
 
 def _read_metadata(directory: Path) -> dict[str, Any]:

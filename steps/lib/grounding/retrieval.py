@@ -27,13 +27,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..providers.local_embedder import MODEL_ID as LOCAL_MODEL_ID
 from ..runtime.errors import KnowledgeError
 from .followup import Query, follow_up_query, plain_query
 from .knowledge import Chunk, Knowledge
 
 __all__ = ["Query", "follow_up_query", "plain_query"]
 
-LEXICAL_WEIGHT = 0.3
+LEXICAL_WEIGHT = 0.3  # beside Titan and the hashing stand-in (chosen beside the latter)
+# Beside the local MiniLM model the cosine carries more: re-chosen by `make bench-retrieval`
+# on both question sets (the best mean MRR of 0, 0.1, 0.2, 0.3, 0.5 and 1; docs/benchmarks.md,
+# "Retrieval with the local embedder").
+LOCAL_LEXICAL_WEIGHT = 0.1
 PAGE_WEIGHT = 0.4  # of the page's BM25 inside the lexical part
 # Added to the chunks of the page the visitor is reading: it lifts them for a vague
 # follow-up without overriding a clear match elsewhere (docs/benchmarks.md measures the
@@ -169,7 +174,8 @@ def scores(kb: Knowledge, query_vector: np.ndarray, query: Query | str) -> np.nd
             f"query vector has {vector.shape[0]} dimensions, the index has {kb.dimensions}"
         )
     query = as_query(query)
-    total = cosines(kb.matrix, vector) + np.float32(LEXICAL_WEIGHT) * lexical_scores(kb, query)
+    weight = LOCAL_LEXICAL_WEIGHT if kb.embedder == LOCAL_MODEL_ID else LEXICAL_WEIGHT
+    total = cosines(kb.matrix, vector) + np.float32(weight) * lexical_scores(kb, query)
     current = list(kb.page_chunks(query.page))
     if current:
         total[current] += np.float32(CURRENT_PAGE_WEIGHT)
@@ -232,13 +238,22 @@ def select_grounding(
     return [chosen[index] for index in leading + rest]
 
 
-def degraded_answer(kb: Knowledge, query: Query | str, *, page: str | None = None) -> Chunk | None:
-    """The best match of the hybrid's lexical part (chunk + page BM25), or None when the
-    message has no content term or no chunk shares a term with the query.
+def degraded_answer(
+    kb: Knowledge,
+    query: Query | str,
+    *,
+    page: str | None = None,
+    query_vector: np.ndarray | None = None,
+) -> Chunk | None:
+    """The best match for a degraded answer, or None when the message has no content term
+    or no chunk shares a term with the query.
 
-    It never embeds: degraded mode runs when the budget is spent, so it must cost nothing.
-    The page part makes the page that discusses the question beat a glossary that merely
-    mentions its terms; exact ties go to the visitor's current page, then to document order.
+    It never pays for an embedding: degraded mode runs when the budget is spent. Without
+    ``query_vector`` it ranks by the hybrid's lexical part (chunk + page BM25): the page
+    part makes the page that discusses the question beat a glossary that merely mentions
+    its terms. With the local model's ``query_vector`` (computed on this CPU, at no model
+    cost) it ranks by the same hybrid score as S4, cosine included. Exact ties go to the
+    visitor's current page, then to document order.
     """
     query = as_query(query)
     if query.own_terms == 0:  # only stop words or punctuation: nothing to look for
@@ -246,6 +261,7 @@ def degraded_answer(kb: Knowledge, query: Query | str, *, page: str | None = Non
     lexical = lexical_scores(kb, query)
     if lexical.size == 0 or float(lexical.max()) <= 0.0:
         return None
-    best = np.flatnonzero(lexical == lexical.max()).tolist()
+    total = lexical if query_vector is None else scores(kb, query_vector, query)
+    best = np.flatnonzero(total == total.max()).tolist()
     current = set(kb.page_chunks(page))
     return kb.chunks[min(best, key=lambda index: (index not in current, index))]

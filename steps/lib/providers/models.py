@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..runtime.settings import Settings
+from .embedder_choice import embedder_kind
 from .interface import (
     USAGE_KEYS,
     CountNotOffered,
@@ -27,7 +28,8 @@ from .interface import (
 # The interface's names, for the modules that reach the models through this seam.
 __all__ = [
     "USAGE_KEYS", "CountNotOffered", "CountUnavailable", "GuardVerdict", "ModelReply",
-    "QueryEmbedder", "Responder", "query_embedder", "responder", "usage_of",
+    "QueryEmbedder", "Responder", "embedder_kind", "query_embedder", "query_embedder_id",
+    "responder", "usage_of",
 ]  # fmt: skip
 
 
@@ -52,12 +54,34 @@ def responder(
     return bedrock.BedrockResponder(s, client, count_client, guard_client)
 
 
+def query_embedder_id(s: Settings) -> str:
+    """The id an index must carry for these settings, without loading any model."""
+    kind = embedder_kind(s)
+    if kind == "hashing":
+        from .hashing_embedder import HashingEmbedder
+
+        return HashingEmbedder.id
+    if kind == "local":
+        from .local_embedder import MODEL_ID
+
+        return MODEL_ID
+    from ..grounding.knowledge import bedrock_embedder_id
+
+    return bedrock_embedder_id(s.embedding_model_id, s.embedding_dimensions)
+
+
 def query_embedder(s: Settings, client: Any = None) -> QueryEmbedder:
-    """Titan on ``client`` (default: the container's own), or the offline stand-in."""
-    if s.model_backend == "offline":
+    """Titan on ``client`` (default: the container's own), the local model, or the
+    hashing stand-in, as ``embedder_kind`` says."""
+    kind = embedder_kind(s)
+    if kind == "hashing":
         from .offline import HashingQueryEmbedder
 
         return HashingQueryEmbedder(s)
+    if kind == "local":
+        from .local_embedder import LocalQueryEmbedder
+
+        return LocalQueryEmbedder()
     from ..runtime import clients
     from . import bedrock
 

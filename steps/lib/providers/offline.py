@@ -26,7 +26,7 @@ from ..grounding.followup import follow_up_query
 from ..money import pricing
 from ..money.byte_bound import message_texts, prompt_bound, text_bound
 from ..runtime.settings import Settings
-from ..text import tokens
+from ..text import prose, tokens
 from ..text.prompt import REFERENCE_SOURCE
 from .interface import CountNotOffered, GuardVerdict, ModelReply
 
@@ -121,7 +121,9 @@ def compose_reply(system: str, messages: list[dict[str, Any]], max_tokens: int) 
 
 
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(text) if len(s.strip()) > 1]
+    """The text's prose sentences (no heading line, bullet marker or code line: they would
+    run into the sentence next to them); all its lines when it holds no prose at all."""
+    return prose.sentences(text) or [s.strip() for s in _SENTENCE.split(text) if len(s.strip()) > 1]
 
 
 def _best_sentences(sources: list[tuple[str, str]], weights: Mapping[str, float]) -> list[str]:

@@ -38,6 +38,11 @@ ModelBackend = Literal["bedrock", "offline"]
 OfflineUsage = Literal["estimate", "worst"]
 # How S5 meters input for a model the catalogue does not decide: "" = the catalogue's.
 ModelMetering = Literal["", "count_tokens", "bytes"]
+# Who embeds queries (and built the index): Titan on Bedrock, the local MiniLM model
+# (steps/lib/providers/local_embedder.py: no Bedrock call, no per-query cost) or the
+# hashing stand-in (unit tests). The offline backend never calls Bedrock: there "titan"
+# means the local model (providers/models.embedder_kind).
+EmbedderChoice = Literal["titan", "local", "hashing"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +89,7 @@ class Settings:
     bedrock_read_timeout_seconds: int = 10  # Converse's; within the run budget (stages.py)
     model_backend: ModelBackend = "bedrock"
     offline_usage: OfflineUsage = "estimate"
+    embedder: EmbedderChoice = "titan"
     knowledge_dir: Path = DEFAULT_KNOWLEDGE_DIR
 
     def __post_init__(self) -> None:
@@ -242,6 +248,7 @@ def _problems(s: Settings) -> list[str]:
         (s.body_max_bytes > 0, "body_max_bytes must be > 0"),
         (s.model_backend in ("bedrock", "offline"), "model_backend must be bedrock|offline"),
         (s.offline_usage in ("estimate", "worst"), "offline_usage must be estimate|worst"),
+        (s.embedder in ("titan", "local", "hashing"), "embedder must be titan|local|hashing"),
         (bool(s.model_id and s.table_name), "model_id and table_name are required"),
         (s.embedding_dimensions > 0, "embedding_dimensions must be > 0"),
         (s.pacing in ("on", "off"), "pacing must be on|off"),

@@ -223,7 +223,9 @@ def test_the_extractive_responder_says_when_it_has_nothing():
 
 
 def test_offline_seams_select_the_stand_ins():
-    s = S.replace(model_backend="offline")
+    # The hashing stand-in is asked for by name (the offline default is the local model:
+    # test_local_embedder.py).
+    s = S.replace(model_backend="offline", embedder="hashing")
     assert isinstance(models.responder(s), ExtractiveResponder)
     embedder = models.query_embedder(s)
     assert isinstance(embedder, HashingQueryEmbedder) and embedder.id == "hashing-v2"
