@@ -44,6 +44,9 @@ STEP_SETTINGS: dict[str, tuple[str, ...]] = {
         "monthly_ceiling_usd",
         "visitor_cost_share",
         "ceiling_shards",
+        "pacing",  # the day's condition uses the paced allowance (money/pacing.py) ...
+        "pacing_burst_share",
+        "pacing_curve",  # ... so an operator's curve must reach the step, not its default
         *PRICING,
         "model_backend",  # with the model and Region: exact metering or the byte bound
         "history_max_turns",  # read by the prompt module whose fixed text every reserve holds

@@ -4,10 +4,12 @@ source link the widget shows lands on the cited section of a served page."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -37,7 +39,11 @@ def pretty_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     out = tmp_path_factory.mktemp("pretty-knowledge")
     policy = replace(IndexPolicy.from_context(), permalinks="pretty")
     build(SAMPLE_SITE, out, policy, HashingEmbedder())
-    with ServerProcess((*CHAT_FLAGS, "--knowledge", str(out))) as server:
+    # Built by the fast hashing stand-in, so the server embeds queries with it too.
+    with (
+        mock.patch.dict(os.environ, {"CHATGUARD_EMBEDDER": "hashing"}),
+        ServerProcess((*CHAT_FLAGS, "--knowledge", str(out))) as server,
+    ):
         yield server.url
 
 

@@ -250,12 +250,12 @@ def test_on_a_phone_a_source_link_is_not_covered_by_the_panel(
     page = browser_context_360.new_page()
     section = "Rate limiting with a WAF rate-based rule > Choosing the window and the limit"
     page.route("**/chat", fulfil(200, {"reply": "Pick it from real traffic.", "sources": [
-        {"page": "/posts/waf-rate-limiting", "heading": section}], "sig": "s"}))  # fmt: skip
+        {"page": "/posts/waf-rate-limiting.html", "heading": section}], "sig": "s"}))  # fmt: skip
     page.goto(chat_server + "/")
     widget = Widget(page).open()
     reply = widget.ask("How do I pick a rate limit?")
     reply.locator('a[href*="#"]').first.click()
-    page.wait_for_url("**/posts/waf-rate-limiting#choosing-the-window-and-the-limit")
+    page.wait_for_url("**/posts/waf-rate-limiting.html#choosing-the-window-and-the-limit")
     target = page.locator("#choosing-the-window-and-the-limit")
     expect(target).to_be_in_viewport()
     expect(widget.panel).to_be_hidden()  # on the new page too: the closed state was kept

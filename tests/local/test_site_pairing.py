@@ -24,6 +24,13 @@ SAMPLE_SITE = Path(__file__).resolve().parents[2] / "examples" / "site"
 HOURS = "# Opening hours\n\nThe harbour bakery opens at seven and closes at three.\n"
 
 
+@pytest.fixture(autouse=True)
+def hashing_queries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These indexes are built by the hashing stand-in (fast); the commands must embed
+    queries with it too, or every pair is refused for its embedder before its site."""
+    monkeypatch.setenv("CHATGUARD_EMBEDDER", "hashing")
+
+
 @pytest.fixture
 def bakery(tmp_path: Path) -> Path:
     site = tmp_path / "bakery"
@@ -74,7 +81,7 @@ def test_chat_on_another_site_without_its_index_is_refused_with_the_command(
     assert main(["chat", "What are the opening hours?", "--site", str(bakery)]) == 2
     err = one_line(capsys)
     assert "built from site 'site'" in err
-    assert f"`chatguard index {bakery} --out build/bakery-knowledge`" in err
+    assert f"`chatguard index {bakery} --out build/bakery-knowledge --embedder hashing`" in err
     assert "add `--knowledge build/bakery-knowledge`" in err
     assert nothing_starts == []
 
@@ -91,7 +98,7 @@ def test_an_index_of_another_site_beside_the_default_site_is_refused(
     assert main([*command, "--knowledge", str(knowledge)]) == 2
     err = one_line(capsys)
     assert "built from site 'bakery' (3 pages)" in err and "(1 page in common)" in err
-    assert "add `--site DIR`" in err and f"--out {knowledge}`" in err
+    assert "add `--site DIR`" in err and f"--out {knowledge} --embedder hashing`" in err
     assert nothing_starts == []
 
 
@@ -108,7 +115,7 @@ def test_an_edited_page_is_a_warning_naming_it_and_the_command(
     err = one_line(capsys)
     assert "changed since the index" in err
     assert "1 changed (notes/hours.md), 1 added (notes/cakes.md)" in err
-    assert f"`chatguard index {bakery} --out {knowledge}`" in err
+    assert f"`chatguard index {bakery} --out {knowledge} --embedder hashing`" in err
 
 
 def test_a_current_pair_says_nothing(bakery: Path, tmp_path: Path) -> None:
@@ -127,7 +134,7 @@ def test_an_index_that_records_no_site_is_refused_with_the_rebuild_command(
     settings = local_settings(knowledge_dir=str(knowledge))
     refusal, _ = pairing_problem(settings, bakery)
     assert refusal and "does not record which site" in refusal
-    assert f"`chatguard index {bakery} --out {knowledge}`" in refusal
+    assert f"`chatguard index {bakery} --out {knowledge} --embedder hashing`" in refusal
 
 
 def test_the_record_names_the_site_never_a_path_of_the_machine(

@@ -143,8 +143,8 @@ def test_the_degraded_answer_ranks_by_meaning_with_the_local_model(tmp_path: Pat
     lexical, local = (
         retrieval.degraded_answer(kb, QUESTION, query_vector=v) for v in (None, vector)
     )
-    assert lexical is not None and lexical.page == "/rugs"
-    assert local is not None and local.page == "/garage"
+    assert lexical is not None and lexical.page == "/rugs.html"  # permalinks: file (default)
+    assert local is not None and local.page == "/garage.html"
     # Still no answer for a message with nothing to look for.
     assert retrieval.degraded_answer(kb, "is it?", query_vector=vector) is None
 
