@@ -61,30 +61,33 @@ def positive(kind: type[int] | type[float]) -> Any:
     return parse
 
 
-def usd_amount(text: str) -> str:
-    """argparse type: an amount in USD above zero, e.g. 0.50 (kept as text for Settings)."""
+def _decimal_text(text: str, *, noun: str, example: str, ok: Any, rule: str) -> str:
+    """A Decimal argument, kept as text for Settings; refused in one line with an example."""
     from decimal import Decimal, InvalidOperation
 
     try:
         value = Decimal(text)
     except InvalidOperation:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an amount in USD, e.g. 0.50") from None
-    if not value.is_finite() or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text} must be an amount above zero, e.g. 0.50")
+        raise argparse.ArgumentTypeError(f"{text!r} is not {noun}, e.g. {example}") from None
+    if not value.is_finite() or not ok(value):
+        raise argparse.ArgumentTypeError(f"{text} must be {rule}, e.g. {example}")
     return text
+
+
+def usd_amount(text: str) -> str:
+    """argparse type: an amount in USD above zero, e.g. 0.50 (kept as text for Settings)."""
+    return _decimal_text(
+        text, noun="an amount in USD", example="0.50", ok=lambda v: v > 0,
+        rule="an amount above zero",
+    )  # fmt: skip
 
 
 def share(text: str) -> str:
     """argparse type: a share of the daily ceiling in (0, 1], e.g. 0.05."""
-    from decimal import Decimal, InvalidOperation
-
-    try:
-        value = Decimal(text)
-    except InvalidOperation:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a share, e.g. 0.05") from None
-    if not value.is_finite() or not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"{text} must be above 0 and at most 1, e.g. 0.05")
-    return text
+    return _decimal_text(
+        text, noun="a share", example="0.05", ok=lambda v: 0 < v <= 1,
+        rule="above 0 and at most 1",
+    )  # fmt: skip
 
 
 def _add_runtime_options(parser: argparse.ArgumentParser) -> None:

@@ -91,11 +91,15 @@ def find_output(outputs: Mapping[str, str], name: str) -> str | None:
     return None
 
 
+def ledger_output(outputs: Mapping[str, str]) -> str | None:
+    """The ledger table's name among a chat stack's outputs (None: the stack has none)."""
+    return find_output(outputs, LEDGER_TABLE_OUTPUT) or find_output(outputs, _LEGACY_TABLE_OUTPUT)
+
+
 def table_name(aws: Aws) -> str:
     """The deployed ledger table, from the stack's outputs: CloudFormation names it, so a
     name from cdk.json would point at no table (or at a table an old stack left behind)."""
-    outputs = aws.outputs()
-    name = find_output(outputs, LEDGER_TABLE_OUTPUT) or find_output(outputs, _LEGACY_TABLE_OUTPUT)
+    name = ledger_output(aws.outputs())
     if name is None:
         where = f" in {aws.region}" if aws.region else ""
         raise OpsError(

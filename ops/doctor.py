@@ -24,7 +24,7 @@ from steps.lib.runtime.settings import DEFAULT_KNOWLEDGE_DIR, Settings
 
 from . import deployed
 from . import doctor_bedrock as bedrock
-from .aws import Aws, OpsError, find_output, model_budget_name
+from .aws import Aws, OpsError, find_output, ledger_output, model_budget_name
 from .doctor_account import BUDGET_NAME, LEDGER_NAME, budget_strings_billed, ledger_matches
 from .doctor_alarm import alarm_reaches_topic
 from .doctor_result import Check, cannot_test
@@ -83,7 +83,7 @@ def run(
 
 
 def _ledger(aws: Aws, chat: deployed.Deployed) -> Check:
-    table = find_output(chat.outputs, "TableName")  # also matches LedgerTableName
+    table = ledger_output(chat.outputs)
     return ledger_matches(aws.client("dynamodb", region=chat.region), table, chat.environments)
 
 
