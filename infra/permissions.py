@@ -13,7 +13,9 @@ from aws_cdk import Aws, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from steps.lib.providers.embedder_choice import embedder_kind
 from steps.lib.providers.model_ids import foundation_model_id, split_profile
+from steps.lib.runtime.settings import Settings
 
 
 def items(
@@ -73,19 +75,35 @@ def converse(model_id: str) -> list[iam.PolicyStatement]:
     ]
 
 
-def count_tokens(model_id: str) -> iam.PolicyStatement:
-    """CountTokens (free) on the bare foundation model behind ``model_id``, in this Region:
-    it refuses inference-profile ids, so S5 always counts on the model itself."""
-    return iam.PolicyStatement(
-        actions=["bedrock:CountTokens"],
-        resources=[foundation_model_arn(foundation_model_id(model_id))],
-    )
+def count_tokens(s: Settings) -> list[iam.PolicyStatement]:
+    """CountTokens (free) on the bare foundation model behind the model id, in this Region:
+    it refuses inference-profile ids, so S5 always counts on the model itself.
+
+    Granted only to a model the catalogue (or cdk.json's model_metering) says counts: S5
+    never calls it otherwise (model_ids.metering_for), and a grant no call uses is one
+    an attacker holding the role could use and a reviewer must explain.
+    """
+    if not s.model_terms.counts_tokens:
+        return []
+    return [
+        iam.PolicyStatement(
+            actions=["bedrock:CountTokens"],
+            resources=[foundation_model_arn(foundation_model_id(s.model_id))],
+        )
+    ]
 
 
-def embed(model_id: str) -> iam.PolicyStatement:
-    return iam.PolicyStatement(
-        actions=["bedrock:InvokeModel"], resources=[foundation_model_arn(model_id)]
-    )
+def embed(s: Settings) -> list[iam.PolicyStatement]:
+    """InvokeModel on the embedding model, for S4 with Titan only: the local embedder
+    (embedder "local") runs inside the Lambda and calls nothing."""
+    if embedder_kind(s) != "titan":
+        return []
+    return [
+        iam.PolicyStatement(
+            actions=["bedrock:InvokeModel"],
+            resources=[foundation_model_arn(s.embedding_model_id)],
+        )
+    ]
 
 
 def apply_guardrail(guardrail_arn: str) -> iam.PolicyStatement:

@@ -153,10 +153,10 @@ class ChatStack(Stack):
                 allow.items(table, ["PutItem"], ["RES#*"]),
                 allow.items(table, ["ConditionCheckItem", "GetItem"], ["CONFIG"]),
             ],
-            "Retrieve": [allow.embed(runtime.embedding_model_id)],
+            "Retrieve": allow.embed(runtime),
             "Invoke": [
                 *allow.converse(runtime.model_id),
-                allow.count_tokens(runtime.model_id),
+                *allow.count_tokens(runtime),
                 allow.apply_guardrail(self.guardrail.guardrail.attr_guardrail_arn),
                 allow.read_parameter(params[runtime.signing_key_param]),
             ],

@@ -6,9 +6,12 @@ import json
 from typing import Any
 
 import pytest
+from aws_cdk import Stack
 
+from infra import permissions as allow
 from steps.lib.money.ledger_items import shard_pks
-from steps.lib.runtime.settings import MAX_SHARDS
+from steps.lib.providers.catalogue import lookup
+from steps.lib.runtime.settings import MAX_SHARDS, Settings
 from tests.infra.conftest import function_of
 
 # Every day/month total item a reservation or settlement may touch (chat_stack.py says why).
@@ -106,6 +109,31 @@ def test_cost_gate_only_touches_the_reservation_transaction_items(synth):
     assert not mentions(s, "ssm:") and not mentions(s, "bedrock:")
 
 
+def rendered(statements) -> list[dict[str, Any]]:
+    """PolicyStatements as IAM JSON, outside any stack (tokens stay as placeholders)."""
+    stack = Stack()
+    return [stack.resolve(x.to_statement_json()) for x in statements]
+
+
+def test_count_tokens_is_granted_only_to_a_model_that_counts():
+    # CountTokens refuses inference-profile ids: it is allowed on the bare model, in this
+    # Region, and on nothing else.
+    profile = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+    assert lookup(profile).counts_tokens  # type: ignore[union-attr]
+    (count,) = rendered(allow.count_tokens(Settings(model_id=profile)))
+    assert count["Action"] == "bedrock:CountTokens" and "Condition" not in count
+    assert mentions([count], "foundation-model/anthropic.claude-sonnet-4-20250514-v1:0")
+    assert not mentions([count], "inference-profile") and not mentions([count], ":*::")
+    haiku = "global.anthropic.claude-haiku-4-5-20251001-v1:0"
+    assert allow.count_tokens(Settings(model_id=haiku)) == []
+
+
+def test_a_local_embedder_leaves_retrieve_without_any_bedrock_grant():
+    (titan,) = rendered(allow.embed(Settings(model_backend="bedrock", embedder="titan")))
+    assert titan["Action"] == "bedrock:InvokeModel" and mentions([titan], "titan")
+    assert allow.embed(Settings(model_backend="bedrock", embedder="local")) == []
+
+
 def test_retrieve_may_only_embed_with_the_embedding_model(synth):
     s = statements_of(synth, "Retrieve")
     assert problems(s, allowed={"bedrock:InvokeModel"}) == []
@@ -125,12 +153,10 @@ def test_invoke_may_only_converse_with_the_model_and_apply_the_guardrail(synth):
     }
     assert problems(s, allowed=allowed) == []
     model_id = synth.context["chatguard"]["model_id"]
-    # CountTokens refuses inference-profile ids: it is allowed on the bare model, in this
-    # Region, and on nothing else.
-    (count,) = [x for x in s if x["Action"] == "bedrock:CountTokens"]
-    bare = model_id.split(".", 1)[1]
-    assert mentions([count], f"foundation-model/{bare}") and "Condition" not in count
-    assert not mentions([count], "inference-profile") and not mentions([count], ":*::")
+    # The default model meters by bytes (the catalogue: no CountTokens for Haiku 4.5), so S5
+    # never counts and its role may not either.
+    assert not lookup(model_id).counts_tokens  # type: ignore[union-attr]
+    assert "bedrock:CountTokens" not in actions(s)
     invoke = [x for x in s if x["Action"] == "bedrock:InvokeModel"]
     assert mentions(invoke, f"inference-profile/{model_id}")
     routed = [x for x in invoke if "Condition" in x]
