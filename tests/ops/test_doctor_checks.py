@@ -252,10 +252,19 @@ def test_model_spend_under_a_string_the_budget_misses_fails():
     assert check.outcome == "FAIL" and acct.MARKETPLACE in check.detail
 
 
-def test_a_filter_string_cost_explorer_never_billed_fails():
+def test_a_filter_string_cost_explorer_never_billed_passes_and_is_named():
+    # Over-inclusion only widens the budget (it counts more spend, never less): the default
+    # filter on an account whose model has not billed its Marketplace string yet, or a
+    # guessed string beside the right one, is no defense failure.
     guessed = "Claude Haiku 4.5 (Bedrock Edition)"
     check = _budget_check(["Amazon Bedrock", guessed], ["Amazon Bedrock"])
-    assert check.outcome == "FAIL" and guessed in check.detail
+    assert check.outcome == "PASS" and guessed in check.detail and "harmless" in check.detail
+
+
+def test_a_guessed_string_instead_of_the_billed_one_still_fails():
+    guessed = "Claude Haiku 4.5 (Bedrock Edition)"
+    check = _budget_check(["Amazon Bedrock", guessed], ["Amazon Bedrock", acct.MARKETPLACE])
+    assert check.outcome == "FAIL" and acct.MARKETPLACE in check.detail
 
 
 def test_no_model_spend_yet_cannot_test():
