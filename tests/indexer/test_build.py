@@ -24,7 +24,7 @@ def test_the_sample_site_builds_with_its_resume_and_drafts_excluded(tmp_path: Pa
     out = tmp_path / "knowledge"
     assert cli.main([str(SAMPLE_SITE), "--out", str(out)]) == 0
     # The default is the local semantic model, not the hashing stand-in.
-    kb = load_knowledge(out, embedder="minilm-l6-v2-int8")
+    kb = load_knowledge(out, embedder="minilm-l6-v2-int8-max128")
     assert kb.dimensions == 384
     pages = {c.page for c in kb.chunks}
     assert len(pages) >= 15

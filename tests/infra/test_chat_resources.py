@@ -248,5 +248,5 @@ def test_the_stand_in_index_synthesized_on_purpose_is_marked_not_deployable(synt
     # The tests allow it explicitly (chatguard/stand_in_index); without that, synthesis
     # refuses (test_deploy_sequence.py).
     Annotations.from_stack(synth.chat_stack).has_warning(
-        "*", Match.string_like_regexp(".*embedded by 'minilm-l6-v2-int8'.*not deployable.*")
+        "*", Match.string_like_regexp(".*embedded by 'minilm-l6-v2-int8-max128'.*not deployable.*")
     )

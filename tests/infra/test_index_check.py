@@ -115,7 +115,7 @@ def test_a_local_embedder_deployment_wants_the_local_index_and_ships_the_model()
     from infra.index_check import REBUILD_LOCAL, wanted_dimensions
 
     wanted = wanted_embedder("bedrock", TITAN, 1024, "local")
-    assert wanted == "minilm-l6-v2-int8" and wanted_dimensions(1024, "local") == 384
+    assert wanted == "minilm-l6-v2-int8-max128" and wanted_dimensions(1024, "local") == 384
     assert (
         check(BuiltIndex(wanted, 384), wanted=wanted, dimensions=384, stand_in_allowed=False)
         is None

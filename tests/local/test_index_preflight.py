@@ -38,7 +38,7 @@ def test_a_hashing_index_under_the_offline_default_names_the_local_rebuild(
     monkeypatch.delenv("CHATGUARD_EMBEDDER")
     problem = knowledge_problem(local_settings())
     assert problem is not None and "\n" not in problem
-    assert "embedder 'hashing-v2'" in problem and "'minilm-l6-v2-int8'" in problem
+    assert "embedder 'hashing-v2'" in problem and "'minilm-l6-v2-int8-max128'" in problem
     assert problem.endswith(f"chatguard index SITE_DIR --out {index}")
 
 
