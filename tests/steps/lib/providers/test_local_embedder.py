@@ -60,7 +60,7 @@ def test_vectors_are_unit_rows_of_384_and_the_query_costs_no_token() -> None:
 def varied_texts() -> list[str]:
     """Texts of every length up to past the cut, in an order that sorting must undo."""
     rng = np.random.default_rng(7)
-    words = "budget window ceiling visitor page quota answer model rate limit".split()
+    words = "budget window ceiling visitor page quota answer model rate limit".split()  # noqa: SIM905
     return [f"section {n}: " + " ".join(rng.choice(words, size=n * 7)) for n in range(40)][::-1]
 
 
@@ -91,7 +91,7 @@ def test_batches_are_sorted_by_length_and_hold_what_fits_the_budget_once_padded(
 
 
 def test_the_id_changes_with_where_a_text_is_cut() -> None:
-    assert MODEL_ID == embedder_id(MAX_TOKENS)
+    assert embedder_id(MAX_TOKENS) == MODEL_ID
     assert embedder_id(128) != embedder_id(256)
     assert LocalEmbedder(max_tokens=256).id == embedder_id(256) != MODEL_ID
 
