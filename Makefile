@@ -10,13 +10,13 @@ PORT ?= 8787
 PYTEST_ARGS ?=
 
 .PHONY: help venv index run test test-calendar lint typecheck browser velocity synth synth-offline deploy clean
-.PHONY: bench bench-retrieval bench-pipeline bench-reserve bench-server bench-cold bench-flood bench-cli
+.PHONY: bench bench-retrieval bench-pipeline bench-reserve bench-server bench-cold bench-flood bench-cli bench-index
 
 help:
 	@echo "make run    - set up, build the sample index, serve chat offline on $(HOST):$(PORT)"
 	@echo "make test   - set up (venv, index, Chromium) and run every test"
 	@echo "make index | synth | synth-offline | deploy | lint | test-calendar | clean"
-	@echo "make bench | bench-retrieval | bench-pipeline | bench-reserve | bench-server | bench-cold | bench-flood | bench-cli"
+	@echo "make bench | bench-retrieval | bench-pipeline | bench-reserve | bench-server | bench-cold | bench-flood | bench-cli | bench-index"
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -98,7 +98,7 @@ synth-offline: $(STAMP) $(KNOWLEDGE) $(CDK)
 deploy: synth
 	$(CDK_ENV) $(CDK) deploy --all --app cdk.out --no-notices $(CDK_ARGS)
 
-bench: bench-retrieval bench-pipeline bench-reserve bench-server bench-cold bench-flood bench-cli
+bench: bench-retrieval bench-pipeline bench-reserve bench-server bench-cold bench-flood bench-cli bench-index
 
 # WordNet (Debian's wordnet-base, as root when missing) is measured there as a vocabulary
 # bridge; the runtime does not use it.
@@ -108,6 +108,11 @@ bench-retrieval: $(STAMP) $(KNOWLEDGE)
 	    --no-install-recommends wordnet-base >/dev/null; }
 	$(BIN)/python -m tests.bench.retrieval
 	$(BIN)/python -m tests.bench.local_model
+
+# Indexing speed with the local embedder on Node.js's API docs (Debian's nodejs-doc, fetched
+# with `apt-get download` when not installed) and npm's (docs/benchmarks.md, "Indexing speed").
+bench-index: $(STAMP)
+	$(BIN)/python -m tests.bench.index_speed
 
 bench-pipeline: $(STAMP) $(KNOWLEDGE)
 	$(BIN)/python -m tests.bench.pipeline

@@ -3,10 +3,16 @@
 npm's own documentation: the Markdown pages under `docs/content/` of the `npm` package
 (Artistic License 2.0). It is on every machine that has Node.js; where npm is there but
 its docs are not, `npm pack npm` fetches the package tarball from the registry.
+
+Node.js's API reference, for the indexing bench: the Markdown pages that Debian's
+`nodejs-doc` package ships under /usr/share/doc/nodejs/api (MIT, "Expat" in its copyright
+file), about 3.2 MB once unzipped. Read where the package is installed, otherwise
+`apt-get download nodejs-doc` fetches it and `dpkg-deb -x` unpacks it (no install, no root).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 import subprocess
@@ -16,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 NPM_DOCS = Path("docs") / "content"
+NODE_API = Path("usr") / "share" / "doc" / "nodejs" / "api"
 
 
 class CorpusUnavailable(RuntimeError):
@@ -70,3 +77,46 @@ def _packed_npm(work: Path) -> Path:
     if not (package / NPM_DOCS).is_dir():
         raise CorpusUnavailable("the npm package tarball has no docs/content directory")
     return package
+
+
+def node_api_docs(dest: Path) -> Corpus:
+    """Node.js's API pages (Debian's nodejs-doc) as Markdown under `dest`, unzipped."""
+    root, version = _installed_node_doc() or _downloaded_node_doc(dest.parent)
+    dest.mkdir(parents=True)
+    for page in sorted((root / NODE_API).iterdir()):
+        if page.name.endswith(".md"):
+            shutil.copyfile(page, dest / page.name)
+        elif page.name.endswith(".md.gz"):
+            (dest / page.name[:-3]).write_bytes(gzip.decompress(page.read_bytes()))
+    return Corpus(dest, "Node.js API documentation", version)
+
+
+def _run(args: list[str], cwd: Path | None = None) -> str:
+    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, check=True, timeout=300)
+    return done.stdout.strip()
+
+
+def _installed_node_doc() -> tuple[Path, str] | None:
+    try:
+        version = _run(["dpkg-query", "-W", "-f", "${Version}", "nodejs-doc"])
+    except (OSError, subprocess.SubprocessError):
+        return None
+    root = Path("/")
+    return (root, version) if version and (root / NODE_API).is_dir() else None
+
+
+def _downloaded_node_doc(work: Path) -> tuple[Path, str]:
+    target = Path(tempfile.mkdtemp(prefix="nodejs-doc-", dir=work))
+    try:
+        _run(["apt-get", "download", "nodejs-doc"], cwd=target)
+        package = next(target.glob("nodejs-doc_*.deb"))
+        version = _run(["dpkg-deb", "-f", str(package), "Version"])
+        _run(["dpkg-deb", "-x", str(package), str(target / "root")])
+    except (OSError, subprocess.SubprocessError, StopIteration) as exc:
+        raise CorpusUnavailable(
+            f"Node.js's documentation is neither installed nor fetchable ({exc}): run "
+            "`apt-get update` (Debian's package lists) and `make bench-index` again"
+        ) from exc
+    if not (target / "root" / NODE_API).is_dir():
+        raise CorpusUnavailable("the nodejs-doc package has no usr/share/doc/nodejs/api")
+    return target / "root", version

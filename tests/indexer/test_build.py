@@ -12,6 +12,7 @@ from indexer import cli
 from indexer.build import ForbiddenContent, collect, plan
 from indexer.policy import IndexPolicy, term_pattern
 from steps.lib.grounding.knowledge import load_knowledge
+from steps.lib.providers.local_embedder import MODEL_ID as LOCAL_MODEL_ID
 from steps.lib.runtime.settings import cdk_context
 
 from .conftest import SAMPLE_SITE
@@ -24,7 +25,7 @@ def test_the_sample_site_builds_with_its_resume_and_drafts_excluded(tmp_path: Pa
     out = tmp_path / "knowledge"
     assert cli.main([str(SAMPLE_SITE), "--out", str(out)]) == 0
     # The default is the local semantic model, not the hashing stand-in.
-    kb = load_knowledge(out, embedder="minilm-l6-v2-int8")
+    kb = load_knowledge(out, embedder=LOCAL_MODEL_ID)
     assert kb.dimensions == 384
     pages = {c.page for c in kb.chunks}
     assert len(pages) >= 15

@@ -9,6 +9,7 @@ from aws_cdk.assertions import Match
 
 from infra.step_wiring import STEP_SETTINGS
 from statemachine import loader
+from steps.lib.providers.local_embedder import MODEL_ID as LOCAL_MODEL_ID
 from steps.lib.runtime.settings import ENV_PREFIX
 from steps.lib.runtime.stages import STAGES
 from tests.infra.conftest import INVOKE_CONCURRENCY, function_of
@@ -248,5 +249,5 @@ def test_the_stand_in_index_synthesized_on_purpose_is_marked_not_deployable(synt
     # The tests allow it explicitly (chatguard/stand_in_index); without that, synthesis
     # refuses (test_deploy_sequence.py).
     Annotations.from_stack(synth.chat_stack).has_warning(
-        "*", Match.string_like_regexp(".*embedded by 'minilm-l6-v2-int8'.*not deployable.*")
+        "*", Match.string_like_regexp(f".*embedded by '{LOCAL_MODEL_ID}'.*not deployable.*")
     )

@@ -17,6 +17,7 @@ from infra.index_check import (
     check_site,
     wanted_embedder,
 )
+from steps.lib.providers.local_embedder import MODEL_ID as LOCAL_MODEL_ID
 
 TITAN = "amazon.titan-embed-text-v2:0"
 WANTED = wanted_embedder("bedrock", TITAN, 1024)
@@ -115,7 +116,7 @@ def test_a_local_embedder_deployment_wants_the_local_index_and_ships_the_model()
     from infra.index_check import REBUILD_LOCAL, wanted_dimensions
 
     wanted = wanted_embedder("bedrock", TITAN, 1024, "local")
-    assert wanted == "minilm-l6-v2-int8" and wanted_dimensions(1024, "local") == 384
+    assert wanted == LOCAL_MODEL_ID and wanted_dimensions(1024, "local") == 384
     assert (
         check(BuiltIndex(wanted, 384), wanted=wanted, dimensions=384, stand_in_allowed=False)
         is None

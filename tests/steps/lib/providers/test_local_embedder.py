@@ -17,12 +17,15 @@ from steps.lib.providers import models
 from steps.lib.providers.hashing_embedder import HashingEmbedder
 from steps.lib.providers.local_embedder import (
     DIMENSIONS,
+    MAX_TOKENS,
     MODEL_ID,
     TOKENIZER_FILE,
     EmbeddingModelError,
     LocalEmbedder,
     LocalQueryEmbedder,
+    embedder_id,
     shared,
+    token_batches,
     weights_file,
 )
 from steps.lib.runtime.settings import Settings
@@ -54,11 +57,50 @@ def test_vectors_are_unit_rows_of_384_and_the_query_costs_no_token() -> None:
     assert billed == 0 and np.allclose(vector, matrix[1], atol=1e-5)
 
 
-def test_batching_and_sorting_by_length_do_not_change_a_vector() -> None:
-    texts = [f"section {n} " + "word " * (n * 5) for n in range(34)]
-    together = shared().embed(texts)
-    alone = np.stack([shared().embed([t])[0] for t in texts[::13]])
-    assert np.allclose(together[::13], alone, atol=1e-4)
+def varied_texts() -> list[str]:
+    """Texts of every length up to past the cut, in an order that sorting must undo."""
+    rng = np.random.default_rng(7)
+    words = "budget window ceiling visitor page quota answer model rate limit".split()  # noqa: SIM905
+    return [f"section {n}: " + " ".join(rng.choice(words, size=n * 7)) for n in range(40)][::-1]
+
+
+def test_batched_sorted_and_pooled_vectors_equal_one_by_one_in_the_original_order() -> None:
+    texts = varied_texts()
+    pooled = LocalEmbedder(threads=2).embed(texts)
+    alone = np.stack([shared().embed([t])[0] for t in texts])
+    assert np.allclose(pooled, alone, atol=1e-4)  # padding is masked out of the pooling
+    # Row i is text i's vector: no other text's one-by-one vector is as close.
+    assert np.array_equal(np.argmax(pooled @ alone.T, axis=1), np.arange(len(texts)))
+
+
+def test_progress_counts_every_text_once_batch_by_batch() -> None:
+    seen: list[int] = []
+    LocalEmbedder(threads=2).embed(varied_texts(), progress=seen.append)
+    assert len(seen) > 1 and seen == sorted(seen) and seen[-1] == len(varied_texts())
+
+
+def test_batches_are_sorted_by_length_and_hold_what_fits_the_budget_once_padded() -> None:
+    lengths = [5, 300, 2, 40, 40, 7, 128, 3]
+    batches = token_batches(lengths, budget=100)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    flat = [lengths[i] for b in batches for i in b]
+    assert flat == sorted(flat)
+    # Padded to its longest, each batch fits the budget unless it holds one text only.
+    assert all(len(b) == 1 or len(b) * max(lengths[i] for i in b) <= 100 for b in batches)
+    assert batches == [[2, 7, 0, 5], [3, 4], [6], [1]]
+
+
+def test_the_id_changes_with_where_a_text_is_cut() -> None:
+    assert embedder_id(MAX_TOKENS) == MODEL_ID
+    assert embedder_id(128) != embedder_id(256)
+    assert LocalEmbedder(max_tokens=256).id == embedder_id(256) != MODEL_ID
+
+
+def test_a_cut_changes_the_vector_of_a_text_longer_than_it_only() -> None:
+    short, long = "rate limits", "rate limits " + "and budget windows " * 60
+    cut, full = LocalEmbedder(max_tokens=16), LocalEmbedder(max_tokens=256)
+    assert np.allclose(cut.embed([short]), full.embed([short]), atol=1e-5)
+    assert not np.allclose(cut.embed([long]), full.embed([long]), atol=1e-2)
 
 
 def test_a_weights_file_with_another_checksum_is_refused_in_one_line(tmp_path: Path) -> None:
