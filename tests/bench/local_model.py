@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import numpy as np
+
 from indexer.build import build
 from indexer.local_model import CachedLocalEmbedder
 from indexer.policy import IndexPolicy
@@ -96,6 +98,22 @@ def ranking_of(kb: Knowledge, choice: Ranking) -> quality.Scorer:
     return score
 
 
+def page_mean_ranking(kb: Knowledge, weight: float) -> quality.Scorer:
+    """Measured and not chosen: a page vector averaged over all its chunks (unit length)."""
+    means = np.zeros((int(kb.page_of.max()) + 1, kb.matrix.shape[1]), dtype=np.float32)
+    np.add.at(means, kb.page_of, kb.matrix)
+    means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
+
+    def score(kb: Knowledge, vector: Any, query: Query) -> Any:
+        return (
+            retrieval.cosines(kb.matrix, vector)
+            + np.float32(0.2) * retrieval.lexical_scores(kb, query)
+            + np.float32(weight) * (means @ vector)[kb.page_of]
+        )
+
+    return score
+
+
 def turns_of(model: LocalEmbedder, weight: float) -> Callable[[Query], Any]:
     """The query vector S4 computes: each turn apart (weight 0: the one joined text)."""
     if not weight:
@@ -110,6 +128,10 @@ def set_report(kb: Knowledge, qs: quality.QuestionSet, model: LocalEmbedder) -> 
         table[f"w{weight}"] = quality.weighted(weight)
     for choice in GRID:
         table[f"g{choice}"] = ranking_of(kb, choice)
+    for weight in (0.2, 0.5):
+        table[
+            f"page mean: cosine + 0.2 x lexical + {weight} x cosine to the page's mean chunk vector"
+        ] = page_mean_ranking(kb, weight)
     vector_of = turns_of(model, TURN_WEIGHT)
     found = quality.evaluate(kb, qs, model, table, vector_of)  # type: ignore[arg-type]
     return {
