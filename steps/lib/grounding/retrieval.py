@@ -39,13 +39,12 @@ from .knowledge import Chunk, Knowledge
 __all__ = ["Query", "follow_up_query", "plain_query"]
 
 LEXICAL_WEIGHT = 0.3  # beside Titan and the hashing stand-in (chosen beside the latter)
-# Beside the local MiniLM model the cosine carries more: re-chosen by `make bench-retrieval`
-# on both question sets (the best mean MRR of 0, 0.1, 0.2, 0.3, 0.5 and 1; docs/benchmarks.md,
-# "Retrieval with the local embedder").
+# Beside the local MiniLM model the cosine carries more, and each chunk also borrows from
+# its page's cosines (page_parts): its page's head (first chunk) and its page's best chunk.
+# The three weights were chosen together by `make bench-retrieval` over a grid, as the
+# largest smaller MRR gain over BM25 of both question sets (docs/benchmarks.md,
+# "Retrieval with the local embedder"; the grid is tests/bench/local_model.py's GRID).
 LOCAL_LEXICAL_WEIGHT = 0.2
-# Beside the local model, each chunk also borrows from its page's cosines
-# (page_parts): its page's head (first chunk) and its page's best chunk. Chosen with the
-# lexical weight above by `make bench-retrieval` on both question sets.
 LOCAL_HEAD_WEIGHT = 0.1
 LOCAL_PAGE_MAX_WEIGHT = 0.5
 PAGE_WEIGHT = 0.4  # of the page's BM25 inside the lexical part
