@@ -116,3 +116,37 @@ def test_a_first_message_is_embedded_alone() -> None:
     v = np.asarray([0.6, 0.8, 0.0], dtype=np.float32)
     model = FakeModel({"hello": v})
     assert np.allclose(conversation_vector(model, "hello", ()), v)  # type: ignore[arg-type]
+
+
+def test_feedback_moves_the_query_towards_the_first_pass_best_chunks(kb: Knowledge) -> None:
+    """retrieval.feedback_vector: unit(v + weight x mean of the top chunks' rows)."""
+    (a_head, a_section, *_), (b_head, *_) = two_pages(kb)
+    local, query = with_cosines(kb, {a_head: 0.9, a_section: 0.8, b_head: 0.1})
+    first = retrieval.cosines(local.matrix, query)
+    moved = retrieval.feedback_vector(local, query, first, 2, 0.5)
+    expected = query + 0.5 * (local.matrix[a_head] + local.matrix[a_section]) / 2
+    assert np.allclose(moved, expected / np.linalg.norm(expected))
+    assert np.linalg.norm(moved) == pytest.approx(1.0, abs=1e-6)
+    # Moved towards A's rows, the query now leans on them more than the first pass did.
+    again = retrieval.cosines(local.matrix, moved)
+    assert again[a_section] - again[b_head] > first[a_section] - first[b_head]
+
+
+def test_feedback_is_off_by_default_and_rescores_when_on(
+    kb: Knowledge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Measured and not adopted (docs/benchmarks.md): with weight 0 the scores are the
+    one-pass hybrid; with a weight they are the hybrid of the moved vector."""
+    (a_head, a_section, *_), (b_head, *_) = two_pages(kb)
+    local, query = with_cosines(kb, {a_head: 0.9, a_section: 0.3, b_head: 0.5})
+    assert retrieval.LOCAL_FEEDBACK_WEIGHT == 0.0
+    one_pass = retrieval.scores(local, query, NO_TERM)
+    monkeypatch.setattr(retrieval, "LOCAL_FEEDBACK_WEIGHT", 1.0)
+    monkeypatch.setattr(retrieval, "LOCAL_FEEDBACK_TOP", 1)
+    two_pass = retrieval.scores(local, query, NO_TERM)
+    moved = retrieval.feedback_vector(local, query, one_pass, 1, 1.0)
+    lexical = np.zeros(len(kb.chunks), dtype=np.float32)
+    assert np.allclose(
+        two_pass, retrieval.local_scores(local, retrieval.cosines(local.matrix, moved), lexical)
+    )
+    assert not np.allclose(two_pass, one_pass)

@@ -47,6 +47,11 @@ LEXICAL_WEIGHT = 0.3  # beside Titan and the hashing stand-in (chosen beside the
 LOCAL_LEXICAL_WEIGHT = 0.2
 LOCAL_HEAD_WEIGHT = 0.1
 LOCAL_PAGE_MAX_WEIGHT = 0.5
+# Pseudo-relevance feedback in embedding space beside the local model (feedback_vector):
+# the query vector moves LOCAL_FEEDBACK_WEIGHT x towards the mean of the first pass's
+# LOCAL_FEEDBACK_TOP chunk vectors, and the chunks are scored again. 0: off.
+LOCAL_FEEDBACK_TOP = 5
+LOCAL_FEEDBACK_WEIGHT = 0.0
 PAGE_WEIGHT = 0.4  # of the page's BM25 inside the lexical part
 # Added to the chunks of the page the visitor is reading: it lifts them for a vague
 # follow-up without overriding a clear match elsewhere (docs/benchmarks.md measures the
@@ -184,14 +189,37 @@ def scores(kb: Knowledge, query_vector: np.ndarray, query: Query | str) -> np.nd
     query = as_query(query)
     cosine = cosines(kb.matrix, vector)
     if kb.embedder == LOCAL_MODEL_ID:
-        total = cosine + np.float32(LOCAL_LEXICAL_WEIGHT) * lexical_scores(kb, query)
-        total += page_parts(kb, cosine, LOCAL_HEAD_WEIGHT, LOCAL_PAGE_MAX_WEIGHT)
+        lexical = np.float32(LOCAL_LEXICAL_WEIGHT) * lexical_scores(kb, query)
+        total = local_scores(kb, cosine, lexical)
+        if LOCAL_FEEDBACK_WEIGHT and LOCAL_FEEDBACK_TOP:
+            moved = feedback_vector(kb, vector, total, LOCAL_FEEDBACK_TOP, LOCAL_FEEDBACK_WEIGHT)
+            total = local_scores(kb, cosines(kb.matrix, moved), lexical)
     else:
         total = cosine + np.float32(LEXICAL_WEIGHT) * lexical_scores(kb, query)
     current = list(kb.page_chunks(query.page))
     if current:
         total[current] += np.float32(CURRENT_PAGE_WEIGHT)
     return total
+
+
+def local_scores(kb: Knowledge, cosine: np.ndarray, lexical: np.ndarray) -> np.ndarray:
+    """Beside the local model: cosine + the weighted lexical part + the page parts."""
+    total: np.ndarray = cosine + lexical
+    total += page_parts(kb, cosine, LOCAL_HEAD_WEIGHT, LOCAL_PAGE_MAX_WEIGHT)
+    return total
+
+
+def feedback_vector(
+    kb: Knowledge, vector: np.ndarray, first: np.ndarray, top: int, weight: float
+) -> np.ndarray:
+    """unit(query vector + weight x mean of the `top` best chunks' vectors by `first`):
+    pseudo-relevance feedback (Rocchio) in embedding space, with no embedding call. The
+    chunks the first pass trusts most pull the query towards their own wording, so a
+    question phrased unlike the docs can reach the sections those chunks sit beside."""
+    best = order(first, top)
+    moved = vector + np.float32(weight) * kb.matrix[best].mean(axis=0)
+    unit: np.ndarray = (moved / max(float(np.linalg.norm(moved)), 1e-12)).astype(np.float32)
+    return unit
 
 
 def page_parts(kb: Knowledge, cosine: np.ndarray, head: float, best: float) -> np.ndarray:
