@@ -36,6 +36,7 @@ from steps.lib.grounding.retrieval import (
     LOCAL_PAGE_MAX_WEIGHT,
 )
 from steps.lib.providers.local_embedder import (
+    MAX_TOKENS,
     TOKENIZER_FILE,
     TURN_WEIGHT,
     LocalEmbedder,
@@ -61,6 +62,8 @@ TARGET_MRR_GAIN, TARGET_DEGRADED, TARGET_CHAINS = 0.05, 0.70, 0.80
 FEEDBACK = tuple(itertools.product((3, 5, 10), (0.25, 0.5, 1.0)))
 HEADING_VECTOR_WEIGHTS = (0.1, 0.3)
 DUPLICATE = (0.95, 0.05)  # (cosine of a near-duplicate on another page, discount x log1p(n))
+WINDOW = MAX_TOKENS - 16  # word pieces per window of a chunk longer than the model reads
+LONG_CHUNKS: dict[str, tuple[int, int]] = {}  # (chunks read in part, chunks) per index
 STATIC_WEIGHT = 0.2  # a second embedder's cosine (WordLlama, bundled weights) beside MiniLM's
 # The question sets name pages without a suffix (as retrieval.py builds them).
 POLICY = replace(IndexPolicy.from_context(), permalinks="pretty")
@@ -184,6 +187,37 @@ def cached(vector_of: Callable[[Query], Any]) -> Callable[[Query], Any]:
     return vector
 
 
+def windows(chunk: Any, tokenizer: Any) -> list[str]:
+    """The chunk as the model reads it when it fits in MAX_TOKENS word pieces; else its
+    text cut into windows of about WINDOW pieces, each under the chunk's heading trail."""
+    if len(tokenizer.encode(chunk_document(chunk)).ids) <= MAX_TOKENS:
+        return [chunk_document(chunk)]
+    offsets = tokenizer.encode(chunk.text, add_special_tokens=False).offsets
+    step = max(32, WINDOW - len(tokenizer.encode(chunk.heading, add_special_tokens=False).ids))
+    spans = [(s, min(s + step, len(offsets)) - 1) for s in range(0, len(offsets), step)]
+    return [f"{chunk.heading}\n{chunk.text[offsets[a][0] : offsets[b][1]]}" for a, b in spans]
+
+
+def window_rows(kb: Knowledge, model: LocalEmbedder) -> tuple[Any, Any, int]:
+    """Every window's vector and the chunk it belongs to (a chunk that fits keeps its own
+    row), and how many chunks the model reads only in part."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(TOKENIZER_FILE))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    rows, owner, long = [], [], 0
+    for index, chunk in enumerate(kb.chunks):
+        parts = windows(chunk, tokenizer)
+        if len(parts) == 1:
+            rows.append(kb.matrix[index])
+        else:
+            long += 1
+            rows.extend(model.embed(parts))
+        owner += [index] * len(parts)
+    return np.stack(rows).astype(np.float32), np.asarray(owner), long
+
+
 def cosine_levers(kb: Knowledge, model: LocalEmbedder) -> dict[str, Callable[..., Any]]:
     """Levers that change each chunk's cosine (everything downstream, page parts
     included, reads the changed one): name -> a replacement for retrieval.cosines."""
@@ -222,6 +256,26 @@ def cosine_levers(kb: Knowledge, model: LocalEmbedder) -> dict[str, Callable[...
         f"+ {w} x the cosine of the chunk's heading trail embedded alone": heading(w)
         for w in HEADING_VECTOR_WEIGHTS
     }
+    rows, owner, long = window_rows(kb, model)
+
+    def window_max(matrix: Any, vector: Any) -> Any:
+        if matrix is not kb.matrix:
+            return plain(matrix, vector)
+        out = np.full(matrix.shape[0], -np.inf, dtype=np.float32)
+        np.maximum.at(out, owner, rows @ vector)
+        return out
+
+    means = np.zeros_like(kb.matrix)
+    np.add.at(means, owner, rows)
+    means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
+
+    def window_mean(matrix: Any, vector: Any) -> Any:
+        return means @ vector if matrix is kb.matrix else plain(matrix, vector)
+
+    whole = f"chunks longer than the model's {MAX_TOKENS} word pieces"
+    LONG_CHUNKS[f"{kb.embedder}-{len(kb.chunks)}"] = (long, len(kb.chunks))
+    levers[f"{whole} read whole: the best of their {WINDOW}-piece windows' cosines"] = window_max
+    levers[f"{whole} read whole: the cosine to their windows' mean vector"] = window_mean
     levers["cosines after removing the index's mean vector (anisotropy correction)"] = centre
     levers[
         f"- {gamma} x log(1 + chunks on other pages within cosine {tau}) (repeated sections)"
@@ -504,7 +558,11 @@ def measure(work: Path) -> str:
         "degraded answer from the right page; chains: the follow-up chains that keep their "
         "topic, visitor on no page). Feedback costs one more matrix-vector product per "
         "query and no embedding; the heading-trail vector costs one embedding per distinct "
-        "heading at index time and a second matrix per index.",
+        "heading at index time and a second matrix per index. Chunks the model reads only "
+        f"in part (longer than its {MAX_TOKENS} word pieces): "
+        + ", ".join(f"{a} of {b}" for a, b in LONG_CHUNKS.values())
+        + " (the sample site, npm); read whole, each is cut into windows under its "
+        "heading trail, every window embedded at index time.",
         "",
         *lever_lines(results),
         "",
