@@ -46,10 +46,11 @@ NOTHING = (
 PACED = "Today's budget is released through the day; more is released at {time} UTC."
 
 
-def _local_vector(text: str) -> Any:
+def _local_vector(query: Any) -> Any:
+    """The query's vector as S4 computes it with the local model (each turn apart)."""
     from steps.lib.providers import local_embedder
 
-    return local_embedder.shared().embed([text])[0]
+    return local_embedder.conversation_vector(local_embedder.shared(), query.message, query.earlier)
 
 
 @observability.instrumented("Degraded")
@@ -65,7 +66,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     query = retrieval.follow_up_query(request["message"], request.get("history") or [])
     # The local model directly, not the billed seam (models.query_embedder): it is no
     # provider call, and degraded mode must make none.
-    vector = _local_vector(query.text) if local else None
+    vector = _local_vector(query) if local else None
     chunk = retrieval.degraded_answer(kb, query, page=request.get("page"), query_vector=vector)
     observability.decision("degraded", reason=event.get("reason"), matched=chunk is not None)
     released = event.get("releasedAt") if event.get("reason") == "paced" else None

@@ -44,7 +44,13 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     query = retrieval.follow_up_query(request["message"], history, history_chars=cap, page=page)
     text = byte_bound.cut_to_bound(query.text, pricing.TITAN_QUERY_MAX_BYTES)
     before_embedding(event)
-    vector, embedding_tokens = embedder.embed_query(text)
+    # The local model embeds each turn apart (local_embedder.conversation_vector); Titan
+    # and the stand-in embed the one text.
+    embed_turns = getattr(embedder, "embed_turns", None)
+    if embed_turns is not None and query.earlier:
+        vector, embedding_tokens = embed_turns(query.message, query.earlier)
+    else:
+        vector, embedding_tokens = embedder.embed_query(text)
     ranked = retrieval.rank(kb, vector, query, limit=TOP_MATCHES)
     chunks = retrieval.select_grounding(
         kb, ranked, request.get("page"), s.grounding_token_budget, top_k=TOP_MATCHES

@@ -139,11 +139,24 @@ def summarise(ranks: Sequence[int]) -> Scores:
     )
 
 
+VectorOf = Callable[[Query], np.ndarray]
+
+
 def evaluate(
-    kb: Knowledge, qs: QuestionSet, embedder: HashingEmbedder, table: Mapping[str, Scorer]
+    kb: Knowledge,
+    qs: QuestionSet,
+    embedder: HashingEmbedder,
+    table: Mapping[str, Scorer],
+    vector_of: VectorOf | None = None,
 ) -> dict[str, Scores]:
+    """Page-level scores of each ranking; `vector_of` embeds a query another way than
+    its one text (the local model's turns apart)."""
     queries = [question_query(q) for q in qs.questions]
-    vectors = embedder.embed([query.text for query in queries])
+    vectors = (
+        np.stack([vector_of(query) for query in queries])
+        if vector_of
+        else embedder.embed([query.text for query in queries])
+    )
     result = {}
     for name, scorer in table.items():
         ranks = [
@@ -221,6 +234,7 @@ def chain_rate(
     previous_page_prior: float = 0.0,
     answer_weight: float = 0.0,
     carry: float = 0.0,
+    vector_of: VectorOf | None = None,
 ) -> float:
     """Share of chains whose expected page is among the cited sources of turns 2 and 3.
 
@@ -232,7 +246,8 @@ def chain_rate(
     the chunks of the page the previous turn cited first; `answer_weight` folds the terms
     of the previous answer (the offline responder's reply to that turn) into the query
     at that weight; `carry` adds that much of the previous turn's scores (shifted and
-    divided to 0..1) to this turn's.
+    divided to 0..1) to this turn's. `vector_of` embeds the query as S4 does with the
+    local model (each turn apart) instead of its one text.
     """
     budget = Settings().grounding_token_budget
     kept = 0
@@ -250,7 +265,8 @@ def chain_rate(
             if answer_weight and answer:
                 extra = {t: answer_weight for t in terms(answer) if t not in query.weights}
                 query = replace(query, weights={**query.weights, **extra})
-            total = scores(kb, embedder.embed([query.text])[0], query)
+            vector = vector_of(query) if vector_of else embedder.embed([query.text])[0]
+            total = scores(kb, vector, query)
             total[list(kb.page_chunks(cited))] += np.float32(previous_page_prior)
             if carry and previous is not None:
                 total = total + np.float32(carry) * normalised(previous - previous.min())

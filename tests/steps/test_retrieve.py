@@ -39,3 +39,44 @@ def test_retrieve_fails_closed_without_a_knowledge_artifact(aws, monkeypatch, tm
     monkeypatch.setenv("CHATGUARD_KNOWLEDGE_DIR", str(tmp_path))
     with pytest.raises(KnowledgeError):
         retrieve.handler(load_event("retrieve"), None)
+
+
+def test_a_follow_up_is_embedded_turn_by_turn_where_the_embedder_can(aws, monkeypatch):
+    """The local model embeds the message and the earlier user turns apart
+    (local_embedder.conversation_vector); an embedder without `embed_turns` (Titan, the
+    stand-in) gets the one joined text, as before."""
+    from steps.lib.providers import models
+
+    real = models.query_embedder
+
+    class Recording:
+        def __init__(self, inner):
+            self.inner, self.id, self.calls = inner, inner.id, []
+
+        def embed_query(self, text):
+            self.calls.append(("text", text))
+            return self.inner.embed_query(text)
+
+        def embed_turns(self, message, earlier):
+            self.calls.append(("turns", message, tuple(earlier)))
+            return self.inner.embed_query(message)
+
+    recording = []
+    monkeypatch.setattr(
+        models, "query_embedder", lambda s: recording.append(Recording(real(s))) or recording[-1]
+    )
+    event = load_event("retrieve")
+    event["request"] = {
+        "message": "Does it count per IP?",
+        "history": [
+            {"role": "user", "content": "How does the WAF rate rule work?"},
+            {"role": "assistant", "content": "It counts requests."},
+        ],
+    }
+    retrieve.handler(event, None)
+    assert recording[-1].calls == [
+        ("turns", "Does it count per IP?", ("How does the WAF rate rule work?",))
+    ]
+    event["request"] = {"message": "How does the WAF rate rule work?", "history": []}
+    retrieve.handler(event, None)
+    assert recording[-1].calls == [("text", "How does the WAF rate rule work?")]

@@ -9,7 +9,10 @@ turns, so the query folds in the visitor's earlier messages:
   turns later, yet a message with its own terms is not outvoted by the past;
 - the embedded text is those earlier user turns, newest kept first, within one history
   turn's length, + newline + the message: never longer than the previous turn + message
-  could already be, so folding in more turns costs no more to embed than before.
+  could already be, so folding in more turns costs no more to embed than before. The
+  local model embeds those turns and the message apart instead (Query.earlier and
+  Query.message; local_embedder.conversation_vector): a short follow-up keeps its own
+  meaning beside the topic of the first question.
 
 The page the visitor is reading travels with the query: ranking gives its chunks a small
 prior (retrieval.CURRENT_PAGE_WEIGHT), so the sections of the passkeys page stay among
@@ -40,6 +43,10 @@ class Query:
     weights: Mapping[str, float]  # content term -> weight, for lexical scoring
     own_terms: int  # content terms of the message itself (0: nothing to look for)
     page: str | None = None  # the page the visitor is reading, a prior for ranking
+    # The message and the earlier user turns kept in `text` (oldest first), apart: the
+    # local model embeds each turn on its own (local_embedder.conversation_vector).
+    message: str = ""
+    earlier: tuple[str, ...] = ()
 
 
 def follow_up_query(
@@ -73,10 +80,17 @@ def follow_up_query(
             break
         kept.insert(0, turn)
     text = "\n".join([*kept, message])
-    return Query(text=text, weights=weights, own_terms=len(own), page=page)
+    return Query(
+        text=text,
+        weights=weights,
+        own_terms=len(own),
+        page=page,
+        message=message,
+        earlier=tuple(kept),
+    )
 
 
 def plain_query(text: str) -> Query:
     """A query with no conversation around it: every content term weighs 1."""
     own = terms(text)
-    return Query(text=text, weights=dict.fromkeys(own, 1.0), own_terms=len(own))
+    return Query(text=text, weights=dict.fromkeys(own, 1.0), own_terms=len(own), message=text)

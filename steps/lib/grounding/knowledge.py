@@ -250,6 +250,9 @@ class Knowledge:
     heading_length: np.ndarray  # per chunk: terms in its heading trail
     page_of: np.ndarray  # per chunk: its page's number (pages in order of first chunk)
     pages: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    # per page number: its first chunk (title, description or opening paragraph), derived
+    # at load; ranking reads the page's topic from it (retrieval.page_parts)
+    page_head: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
 
     def page_chunks(self, page: str | None) -> tuple[int, ...]:
         """Indexes of the chunks of one page (document order); empty for unknown pages."""
@@ -488,6 +491,7 @@ def _assemble(
         heading_length=arrays["heading_length"],
         page_of=page_of,
         pages=pages,
+        page_head=np.unique(page_of, return_index=True)[1] if page_of.size else page_of,
     )
 
 

@@ -3,6 +3,10 @@
 score(chunk) = cosine(query, chunk)
                + LEXICAL_WEIGHT x (BM25F(chunk) / max + PAGE_WEIGHT x BM25(its page) / max)
 
+and beside the local model (its own weights, LOCAL_*), each chunk also borrows from its
+page's cosines: + LOCAL_HEAD_WEIGHT x cosine(query, the page's first chunk)
++ LOCAL_PAGE_MAX_WEIGHT x the page's best chunk cosine (page_parts).
+
 The lexical part is Okapi BM25 over two fields (BM25F): a term in the chunk's heading
 trail counts HEADING_FIELD_WEIGHT times a term in its text, in the term frequency and in
 the document length alike, then the usual saturation (K1) and length normalisation (B);
@@ -35,10 +39,21 @@ from .knowledge import Chunk, Knowledge
 __all__ = ["Query", "follow_up_query", "plain_query"]
 
 LEXICAL_WEIGHT = 0.3  # beside Titan and the hashing stand-in (chosen beside the latter)
-# Beside the local MiniLM model the cosine carries more: re-chosen by `make bench-retrieval`
-# on both question sets (the best mean MRR of 0, 0.1, 0.2, 0.3, 0.5 and 1; docs/benchmarks.md,
-# "Retrieval with the local embedder").
-LOCAL_LEXICAL_WEIGHT = 0.1
+# Beside the local MiniLM model the cosine carries more, and each chunk also borrows from
+# its page's cosines (page_parts): its page's head (first chunk) and its page's best chunk.
+# The three weights were chosen together by `make bench-retrieval` over a grid, as the
+# largest smaller MRR gain over BM25 of both question sets (docs/benchmarks.md,
+# "Retrieval with the local embedder"; the grid is tests/bench/local_model.py's GRID).
+LOCAL_LEXICAL_WEIGHT = 0.2
+LOCAL_HEAD_WEIGHT = 0.1
+LOCAL_PAGE_MAX_WEIGHT = 0.5
+# Pseudo-relevance feedback in embedding space beside the local model (feedback_vector):
+# the query vector moves LOCAL_FEEDBACK_WEIGHT x towards the mean of the first pass's
+# LOCAL_FEEDBACK_TOP chunk vectors, and the chunks are scored again. 0: off. Measured and
+# not adopted: every setting of the bench's grid lowered a target figure on one of the two
+# question sets (docs/benchmarks.md, the levers table); the switch stays for the bench.
+LOCAL_FEEDBACK_TOP = 5
+LOCAL_FEEDBACK_WEIGHT = 0.0
 PAGE_WEIGHT = 0.4  # of the page's BM25 inside the lexical part
 # Added to the chunks of the page the visitor is reading: it lifts them for a vague
 # follow-up without overriding a clear match elsewhere (docs/benchmarks.md measures the
@@ -174,12 +189,60 @@ def scores(kb: Knowledge, query_vector: np.ndarray, query: Query | str) -> np.nd
             f"query vector has {vector.shape[0]} dimensions, the index has {kb.dimensions}"
         )
     query = as_query(query)
-    weight = LOCAL_LEXICAL_WEIGHT if kb.embedder == LOCAL_MODEL_ID else LEXICAL_WEIGHT
-    total = cosines(kb.matrix, vector) + np.float32(weight) * lexical_scores(kb, query)
+    cosine = cosines(kb.matrix, vector)
+    if kb.embedder == LOCAL_MODEL_ID:
+        lexical = np.float32(LOCAL_LEXICAL_WEIGHT) * lexical_scores(kb, query)
+        total = local_scores(kb, cosine, lexical)
+        if LOCAL_FEEDBACK_WEIGHT and LOCAL_FEEDBACK_TOP:
+            moved = feedback_vector(kb, vector, total, LOCAL_FEEDBACK_TOP, LOCAL_FEEDBACK_WEIGHT)
+            total = local_scores(kb, cosines(kb.matrix, moved), lexical)
+    else:
+        total = cosine + np.float32(LEXICAL_WEIGHT) * lexical_scores(kb, query)
     current = list(kb.page_chunks(query.page))
     if current:
         total[current] += np.float32(CURRENT_PAGE_WEIGHT)
     return total
+
+
+def local_scores(kb: Knowledge, cosine: np.ndarray, lexical: np.ndarray) -> np.ndarray:
+    """Beside the local model: cosine + the weighted lexical part + the page parts."""
+    total: np.ndarray = cosine + lexical
+    total += page_parts(kb, cosine, LOCAL_HEAD_WEIGHT, LOCAL_PAGE_MAX_WEIGHT)
+    return total
+
+
+def feedback_vector(
+    kb: Knowledge, vector: np.ndarray, first: np.ndarray, top: int, weight: float
+) -> np.ndarray:
+    """unit(query vector + weight x mean of the `top` best chunks' vectors by `first`):
+    pseudo-relevance feedback (Rocchio) in embedding space, with no embedding call. The
+    chunks the first pass trusts most pull the query towards their own wording, so a
+    question phrased unlike the docs can reach the sections those chunks sit beside."""
+    best = order(first, top)
+    moved = vector + np.float32(weight) * kb.matrix[best].mean(axis=0)
+    unit: np.ndarray = (moved / max(float(np.linalg.norm(moved)), 1e-12)).astype(np.float32)
+    return unit
+
+
+def page_parts(kb: Knowledge, cosine: np.ndarray, head: float, best: float) -> np.ndarray:
+    """What each chunk borrows from its page's cosines: `head` x the cosine of the page's
+    first chunk (its title and description or opening paragraph: what the page is about)
+    + `best` x the page's best chunk cosine (max aggregation over its chunks).
+
+    A section deep in a page ("Configuration > dry-run") says little of its topic by
+    itself; the page's head names it. Computed from the cosines already there: no
+    embedding, no matrix product.
+    """
+    out = np.zeros(cosine.shape[0], dtype=np.float32)
+    if not cosine.size:
+        return out
+    if head:
+        out += np.float32(head) * cosine[kb.page_head][kb.page_of]
+    if best:
+        page_best = np.full(kb.page_head.shape[0], -np.inf, dtype=np.float32)
+        np.maximum.at(page_best, kb.page_of, cosine)
+        out += np.float32(best) * page_best[kb.page_of]
+    return out
 
 
 def cosines(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:

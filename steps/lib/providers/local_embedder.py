@@ -203,3 +203,25 @@ class LocalQueryEmbedder:
     def embed_query(self, text: str) -> tuple[np.ndarray, int]:
         vector: np.ndarray = self._model.embed([text])[0]
         return vector, 0
+
+    def embed_turns(self, message: str, earlier: Sequence[str]) -> tuple[np.ndarray, int]:
+        """A follow-up's vector from its turns embedded apart (conversation_vector)."""
+        return conversation_vector(self._model, message, earlier), 0
+
+
+# Beside the message's own vector, the mean of the earlier user turns' vectors counts this
+# much: chosen by `make bench-retrieval` on the follow-up chains of both question sets
+# (docs/benchmarks.md). One text of earlier turns + message, embedded whole, let a short
+# follow-up ("How do I undo that afterwards?") drown in the first question's words, or
+# the reverse; apart, each turn keeps its own meaning and the weight sets the balance.
+TURN_WEIGHT = 0.3
+
+
+def conversation_vector(
+    model: LocalEmbedder, message: str, earlier: Sequence[str], weight: float = TURN_WEIGHT
+) -> np.ndarray:
+    """unit(v(message) + weight x mean(v(turn) for the earlier turns)), in one batch."""
+    vectors = model.embed([message, *earlier])
+    combined = vectors[0] + np.float32(weight) * vectors[1:].mean(axis=0) if earlier else vectors[0]
+    unit: np.ndarray = (combined / max(float(np.linalg.norm(combined)), 1e-12)).astype(np.float32)
+    return unit

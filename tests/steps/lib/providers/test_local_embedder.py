@@ -192,8 +192,9 @@ def test_the_degraded_answer_ranks_by_meaning_with_the_local_model(tmp_path: Pat
 
 
 def test_an_index_of_the_local_model_ranks_with_its_own_lexical_weight(tmp_path: Path) -> None:
-    """The weight re-chosen beside the local model applies to its index only; Titan's and
-    the stand-in's keep theirs (the same vectors, relabelled, rank with 0.3)."""
+    """The weights re-chosen beside the local model (lexical, page head, page best) apply
+    to its index only; Titan's and the stand-in's keep theirs (the same vectors,
+    relabelled, rank with cosine + 0.3 x lexical and no page parts)."""
     from indexer.artifact import write_artifact
     from indexer.build import plan
     from indexer.policy import IndexPolicy
@@ -208,10 +209,13 @@ def test_an_index_of_the_local_model_ranks_with_its_own_lexical_weight(tmp_path:
     matrix = np.random.default_rng(3).normal(size=(len(chunks), DIMENSIONS))
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     vector = matrix[0].astype(np.float32)
-    for embedder, weight in ((MODEL_ID, 0.1), ("hashing-v2", 0.3)):
+    for embedder, weight, head, best in ((MODEL_ID, 0.2, 0.1, 0.5), ("hashing-v2", 0.3, 0, 0)):
         write_artifact(tmp_path / embedder, chunks, matrix, embedder)
         kb = load_knowledge(tmp_path / embedder)
-        expected = retrieval.cosines(kb.matrix, vector) + np.float32(
-            weight
-        ) * retrieval.lexical_scores(kb, "budgets")
+        cosine = retrieval.cosines(kb.matrix, vector)
+        expected = (
+            cosine
+            + np.float32(weight) * retrieval.lexical_scores(kb, "budgets")
+            + retrieval.page_parts(kb, cosine, head, best)
+        )
         assert np.allclose(retrieval.scores(kb, vector, "budgets"), expected)
