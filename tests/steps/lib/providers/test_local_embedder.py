@@ -209,7 +209,7 @@ def test_an_index_of_the_local_model_ranks_with_its_own_lexical_weight(tmp_path:
     matrix = np.random.default_rng(3).normal(size=(len(chunks), DIMENSIONS))
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     vector = matrix[0].astype(np.float32)
-    for embedder, weight, head, best in ((MODEL_ID, 0.2, 0.1, 0.5), ("hashing-v2", 0.3, 0, 0)):
+    for embedder, weight, head, best in ((MODEL_ID, 0.3, 0.1, 0.5), ("hashing-v2", 0.3, 0, 0)):
         write_artifact(tmp_path / embedder, chunks, matrix, embedder)
         kb = load_knowledge(tmp_path / embedder)
         cosine = retrieval.cosines(kb.matrix, vector)
