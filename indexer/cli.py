@@ -9,14 +9,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from steps.lib.runtime.settings import DEFAULT_KNOWLEDGE_DIR
 
-from .build import BuildError, BuildReport, Embedder, build
 from .pages import PERMALINKS
-from .policy import IndexPolicy, PolicyError
 from .titan import MODEL_ID
+
+if TYPE_CHECKING:  # imported when `index` runs: every other command parses without them
+    from .build import BuildReport, Embedder
+    from .policy import IndexPolicy
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,6 +84,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def policy_from(args: argparse.Namespace) -> IndexPolicy:
+    from .policy import IndexPolicy
+
     base = IndexPolicy.from_context()
     return IndexPolicy(
         tuple(args.exclude) if args.exclude is not None else base.exclude,
@@ -126,6 +130,9 @@ def make_embedder(args: argparse.Namespace) -> Embedder:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .build import BuildError, build
+    from .policy import PolicyError
+
     try:
         policy = policy_from(args)
     except PolicyError as exc:
