@@ -7,6 +7,7 @@ written); 2 bad arguments (argparse).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -171,11 +172,13 @@ def summary(report: BuildReport) -> str:
 
 
 def shown(path: Path) -> str:
-    """The path as the user would type it: relative when under the working directory."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
+    """Where the artifact went, as the user can type it from the working directory: under
+    it, as ``./build/knowledge`` (so it cannot be read as a path inside the project or the
+    site); elsewhere, a relative path from here, or an absolute one as given."""
+    here, where = Path.cwd().resolve(), path.resolve()
+    if where.is_relative_to(here):
+        return f"./{where.relative_to(here).as_posix()}" if where != here else "."
+    return str(path) if path.is_absolute() else os.path.relpath(where, here)
 
 
 def main(argv: list[str] | None = None) -> int:
