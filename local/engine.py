@@ -198,7 +198,7 @@ class Engine:
             described.update(sfn.describe_execution(executionArn=arn))
             return bool(described["status"] != "RUNNING")
 
-        if not self._wait(done):
+        if not self._poll(done):
             return _TIMED_OUT
         output = json.loads(described["output"]) if "output" in described else None
         from moto.stepfunctions.responses import get_backend
@@ -219,6 +219,18 @@ class Engine:
                 if left <= 0:
                     return False
                 self._ended.wait(min(left, _RECHECK_SECONDS))
+        return True
+
+    def _poll(self, done: Callable[[], bool]) -> bool:
+        """The alternative the benchmark measures (`over_api`): ask ``done`` with a growing
+        pause (0.5 ms up to 5 ms), as a client of the public API must; False at the
+        timeout."""
+        deadline, pause = time.monotonic() + self._timeout, 0.0005
+        while not done():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(pause)
+            pause = min(pause * 1.5, 0.005)
         return True
 
     def _execution_ended(self) -> None:

@@ -316,7 +316,9 @@ def _load_in_background(settings: Settings) -> threading.Thread:
         with contextlib.suppress(Exception):
             local_embedder.shared()
 
-    thread = threading.Thread(target=load, name="chatguard-model-load", daemon=True)
+    # Not a daemon: a start interrupted by Ctrl-C must not end the interpreter while ONNX
+    # Runtime builds its session in C++ (the process would abort); exit waits for the load.
+    thread = threading.Thread(target=load, name="chatguard-model-load", daemon=False)
     thread.start()
     return thread
 

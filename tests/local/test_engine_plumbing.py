@@ -187,6 +187,20 @@ def test_a_run_stopped_while_running_returns_aborted(stand_in_runtime: LocalRunt
     assert finished.status == "ABORTED"
 
 
+def test_a_run_over_the_public_api_returns_the_same_answer(stand_in_runtime: LocalRuntime) -> None:
+    """The benchmark's alternative (StartExecution, then DescribeExecution polled)."""
+    by_object = stand_in_runtime.send({"message": "hi"}, ip="192.0.2.1")
+    over_api = stand_in_runtime.send({"message": "hi"}, ip="192.0.2.2", over_api=True)
+    assert (
+        (over_api.status, over_api.body)
+        == (by_object.status, by_object.body)
+        == (
+            200,
+            {"reply": "stand-in reply", "sources": [], "sig": "s"},
+        )
+    )
+
+
 def test_the_engine_timeout_still_ends_a_run_that_never_finishes(
     stand_in_runtime: LocalRuntime,
 ) -> None:
