@@ -14,6 +14,7 @@ modules again in every run, a cost no user's second run pays.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import resource
@@ -24,7 +25,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -76,6 +77,25 @@ def _serve_ready(env: dict[str, str]) -> float:
             process.kill()
 
 
+@contextlib.contextmanager
+def running_server(env: dict[str, str]) -> Iterator[str]:
+    """A `chatguard serve` on a free port, for `chat --server`; its URL."""
+    process = subprocess.Popen(
+        [*CLI, "serve", "--port", "0", "--quiet"], cwd=ROOT, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        yield line.split()[line.split().index("on") + 1]
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
 def taken_port(env: dict[str, str]) -> Callable[[], None]:
     import socket
 
@@ -109,6 +129,10 @@ def measure() -> list[tuple[str, float, float, str]]:
             wall = _serve_ready(env)
             ready.append((wall, _children_cpu() - cpu))
         rows.append(("`serve` until its first answer", *_median(ready), str(RUNS)))
+        with running_server(env) as url:
+            asked = [measured(run_command("chat", QUESTION, "--server", url, env=env))
+                     for _ in range(RUNS)]  # fmt: skip
+        rows.append(("`chat --server` (a `serve` already running)", *_median(asked), str(RUNS)))
         taken = [measured(taken_port(env)) for _ in range(RUNS)]
         rows.append(("`serve` on a taken port (refused)", *_median(taken), str(RUNS)))
         demos = [measured(run_command("demo", env=env)) for _ in range(3)]
@@ -122,6 +146,7 @@ CHAT_TARGET, SERVE_TARGET = 2.0, 3.0  # seconds of wall time (issue 20)
 def render(rows: list[tuple[str, float, float, str]], load: tuple[float, float]) -> str:
     chat = next(wall for name, wall, _cpu, _n in rows if name == "`chat`")
     serve = next(wall for name, wall, _cpu, _n in rows if name.startswith("`serve` until"))
+    asked = next(wall for name, wall, _cpu, _n in rows if name.startswith("`chat --server`"))
     lines = [
         f"Measured by `make bench-cli`: {platform.machine()}, {os.cpu_count()} CPUs (load "
         f"average {load[0]:.1f} when it started, {load[1]:.1f} when it finished), "
@@ -148,9 +173,17 @@ def render(rows: list[tuple[str, float, float, str]], load: tuple[float, float])
         "local embedding model's load, now on a second thread while moto starts. What is "
         "left is importing moto, boto3, botocore and numpy and moto's services starting. "
         "`serve` binds its port before any of it, so a taken port is refused in the time "
-        "Python takes to start.",
+        "Python takes to start. `chat --server` starts none of it: it posts its message to "
+        "a `serve` already running (docs/local.md), which answers from its own index, "
+        "limits and ledger; only when asked.",
         "",
-        _against("`chat`", chat, CHAT_TARGET) + " " + _against("`serve`", serve, SERVE_TARGET),
+        " ".join(
+            (
+                _against("`chat`", chat, CHAT_TARGET),
+                _against("`chat --server`", asked, CHAT_TARGET),
+                _against("`serve`", serve, SERVE_TARGET),
+            )
+        ),
     ]
     return "\n".join(lines)
 
