@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from steps.lib.runtime.settings import DEFAULT_KNOWLEDGE_DIR
 
 from .pages import PERMALINKS
-from .titan import MODEL_ID
+from .titan_model import MODEL_ID
 
 if TYPE_CHECKING:  # imported when `index` runs: every other command parses without them
     from .build import BuildReport, Embedder
