@@ -45,7 +45,7 @@ def test_a_command_still_imports_its_module_when_it_runs(
     assert "ops.rotate" in sys.modules
 
 
-def test_the_process_freezes_the_heap_after_main_and_exits_with_its_code(
+def test_the_process_collects_less_often_freezes_the_heap_after_main_and_exits_with_its_code(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls: list[str] = []
@@ -56,9 +56,11 @@ def test_the_process_freezes_the_heap_after_main_and_exits_with_its_code(
 
     monkeypatch.setattr(cli, "main", main)
     monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
+    monkeypatch.setattr(gc, "set_threshold", lambda *t: calls.append(f"threshold {t[0]}"))
     with pytest.raises(SystemExit) as exited:
         cli.run()
-    assert exited.value.code == 3 and calls == ["main", "freeze"]
+    assert exited.value.code == 3
+    assert calls == [f"threshold {cli.GC_THRESHOLD}", "main", "freeze"]
 
 
 def test_the_console_script_runs_the_process_entry_and_python_m_still_starts() -> None:
