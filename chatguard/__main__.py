@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
+from chatguard.cli import run
 
-from chatguard.cli import main
-
-sys.exit(main())
+run()

@@ -7,16 +7,19 @@ written); 2 bad arguments (argparse).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from steps.lib.runtime.settings import DEFAULT_KNOWLEDGE_DIR
 
-from .build import BuildError, BuildReport, Embedder, build
 from .pages import PERMALINKS
-from .policy import IndexPolicy, PolicyError
-from .titan import MODEL_ID
+from .titan_model import MODEL_ID
+
+if TYPE_CHECKING:  # imported when `index` runs: every other command parses without them
+    from .build import BuildReport, Embedder
+    from .policy import IndexPolicy
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,6 +85,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def policy_from(args: argparse.Namespace) -> IndexPolicy:
+    from .policy import IndexPolicy
+
     base = IndexPolicy.from_context()
     return IndexPolicy(
         tuple(args.exclude) if args.exclude is not None else base.exclude,
@@ -126,6 +131,9 @@ def make_embedder(args: argparse.Namespace) -> Embedder:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .build import BuildError, build
+    from .policy import PolicyError
+
     try:
         policy = policy_from(args)
     except PolicyError as exc:
@@ -164,11 +172,13 @@ def summary(report: BuildReport) -> str:
 
 
 def shown(path: Path) -> str:
-    """The path as the user would type it: relative when under the working directory."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
+    """Where the artifact went, as the user can type it from the working directory: under
+    it, as ``./build/knowledge`` (so it cannot be read as a path inside the project or the
+    site); elsewhere, a relative path from here, or an absolute one as given."""
+    here, where = Path.cwd().resolve(), path.resolve()
+    if where.is_relative_to(here):
+        return f"./{where.relative_to(here).as_posix()}" if where != here else "."
+    return str(path) if path.is_absolute() else os.path.relpath(where, here)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,7 +29,8 @@ import numpy as np
 
 from steps.lib.grounding.knowledge import bedrock_embedder_id
 
-MODEL_ID = "amazon.titan-embed-text-v2:0"
+from .titan_model import MODEL_ID
+
 RETRYABLE = frozenset({"ThrottlingException", "ServiceUnavailableException"})
 
 

@@ -144,6 +144,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     chat.add_argument("--page", help="the site path the visitor is on, e.g. /posts/waf")
     chat.add_argument("--ip", default=DEFAULT_IP, help="the visitor's IP (default %(default)s)")
     chat.add_argument("--json", action="store_true", help="print {status, body, steps}")
+    chat.add_argument(
+        "--server",
+        metavar="URL",
+        help="ask the `chatguard serve` already running at URL (e.g. http://127.0.0.1:8787) "
+        "instead of starting the runtime here: an answer in a fraction of a second, from "
+        "that server's index, limits and ledger (without it, chat always runs in-process)",
+    )
     chat.add_argument("--verbose", action="store_true", help="show the steps' log lines")
     _add_runtime_options(chat)
     _add_model_options(chat)
@@ -310,6 +317,8 @@ def backend_name(runtime: Any) -> str:
 
 @_one_line
 def run_chat(args: argparse.Namespace) -> int:
+    if args.server is not None:
+        return _chat_with_server(args)
     from . import chat_session
     from .conversation import ConversationError, load, local_signing_key
     from .render import quiet_logs
@@ -332,6 +341,21 @@ def run_chat(args: argparse.Namespace) -> int:
             raise CommandError(str(exc)) from None
     print(json.dumps(outcome.as_dict(), indent=2) if args.json else _shown(outcome))
     return 0 if outcome.status == 200 else 1
+
+
+def _chat_with_server(args: argparse.Namespace) -> int:
+    """One message to a running `serve`; nothing starts here (local/remote_chat.py)."""
+    from . import remote_chat
+
+    problem = remote_chat.problem(args, DEFAULT_IP)
+    if problem:
+        raise CommandError(problem)
+    try:
+        status, body, ms = remote_chat.ask(args.server, args.message, args.page)
+    except remote_chat.RemoteError as exc:
+        raise CommandError(str(exc)) from None
+    print(remote_chat.shown(args.server, status, body, ms, as_json=args.json))
+    return 0 if status == 200 else 1
 
 
 def _shown(outcome: Any) -> str:

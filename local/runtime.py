@@ -69,7 +69,10 @@ class LocalRuntime:
         self.wire.contend(contention)
         self._bedrock_client = bedrock_client
         passthrough = ("bedrockruntime",) if bedrock_client is not None else ()
-        self._engine = Engine(region=region, dispatch=self._dispatch, passthrough=passthrough)
+        self._engine = Engine(
+            region=region, dispatch=self._dispatch, passthrough=passthrough,
+            on_invoke=lambda: self.wire.count("lambda", "Invoke"),
+        )  # fmt: skip
         self._secrets = {name: secrets.token_urlsafe(32) for name in self._secret_names()}
         if signing_key:
             self._secrets[self.settings.signing_key_param] = signing_key
@@ -86,6 +89,7 @@ class LocalRuntime:
         if not _ACTIVE.acquire(blocking=False):
             raise RuntimeError("a LocalRuntime is already running in this process")
         try:
+            model = _load_in_background(self.settings)
             self._engine.start()
             self.wire.install()
             self._apply_env(self.settings)
@@ -96,6 +100,7 @@ class LocalRuntime:
             self._use_bedrock_client()
             self._count_model_calls()
             self._warm()
+            model.join()  # loaded (or failed: Retrieve then fails closed, as on Lambda)
         except BaseException:
             self.close()
             raise
@@ -289,6 +294,33 @@ class LocalRuntime:
 
         clients.dynamodb()
         clients.ssm()
+
+
+def _load_in_background(settings: Settings) -> threading.Thread:
+    """Load the local embedding model on another thread while moto starts on this one.
+
+    Retrieve would load it on the first message (about half a second of ONNX Runtime's
+    own work, which releases the GIL, so on two CPUs it overlaps moto's start-up). The
+    model is one per process (``local_embedder.shared``); `start` joins this thread before
+    it returns, so no message ever races the load. A failure here is dropped: Retrieve
+    loads again and fails closed with its own error, exactly as without this thread.
+    """
+
+    def load() -> None:
+        from steps.lib.providers.embedder_choice import embedder_kind
+
+        if embedder_kind(settings) != "local":
+            return
+        from steps.lib.providers import local_embedder
+
+        with contextlib.suppress(Exception):
+            local_embedder.shared()
+
+    # Not a daemon: a start interrupted by Ctrl-C must not end the interpreter while ONNX
+    # Runtime builds its session in C++ (the process would abort); exit waits for the load.
+    thread = threading.Thread(target=load, name="chatguard-model-load", daemon=False)
+    thread.start()
+    return thread
 
 
 _METHODS = {"model": "converse", "embedding": "embed_query"}

@@ -200,6 +200,12 @@ class Wire:
         contender = self._contender
         return Counter(contender.injected) if contender is not None else Counter()
 
+    def count(self, service: str, operation: str) -> None:
+        """One call that reached an emulated service without a botocore request (the
+        engine's in-process Lambda Invoke)."""
+        with self._count_lock:
+            self._counts[service, operation] += 1
+
     def counts(self) -> Counter[tuple[str, str]]:
         with self._count_lock:
             return Counter(self._counts)

@@ -4,7 +4,9 @@ enable-model, doctor.
 Each works against AWS (the usual credential chain, ``--profile``, ``--region``,
 ``--stack``) or, where it makes sense offline, against a local server (``--local URL``,
 through its loopback-only ``/_admin/*`` routes). The logic lives in the sibling modules and
-takes clients as arguments; this file only parses, picks the backend and prints.
+takes clients as arguments; this file only parses, picks the backend and prints. Each
+command imports its module when it runs: building `chatguard`'s parser (for `chat` too)
+imports none of them.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from steps.lib.runtime.settings import edge_context
 
-from . import billing, doctor, first_call, mode, rotate, spend, traces, verify, waterfall
+from . import doctor_cli
 from .aws import (
     DEFAULT_STACK,
     Aws,
@@ -29,7 +31,10 @@ from .aws import (
     project_settings,
     table_name,
 )
-from .http import request
+from .secret_params import PARAMETERS
+
+if TYPE_CHECKING:
+    from . import verify
 
 EXIT_FAILED = 1  # a check failed or a warning needs attention
 EXIT_ERROR = 2  # the command could not run
@@ -70,7 +75,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(func=_guard(cmd_mode))
 
     p = sub.add_parser("rotate", parents=[common], help="rotate a secret with overlap")
-    p.add_argument("secret", choices=tuple(rotate.PARAMETERS), help="which secret to rotate")
+    p.add_argument("secret", choices=tuple(PARAMETERS), help="which secret to rotate")
     p.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
     p.add_argument("--force", action="store_true", help="rotate even inside the previous overlap")
     p.add_argument("--distribution-id", help="CloudFront distribution (default: stack output)")
@@ -111,10 +116,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--burst", type=int, help="most requests for the rate-rule check")
     p.set_defaults(func=_guard(cmd_verify))
 
-    doctor.register(sub, parents=[aws_only], guard=_guard)
+    doctor_cli.register(sub, parents=[aws_only], guard=_guard)
 
 
 def cmd_spend(args: argparse.Namespace) -> int:
+    from . import spend
+
     day = args.day or spend.today()
     spend.check_period(day, args.month)
     if args.local:
@@ -129,6 +136,8 @@ def cmd_spend(args: argparse.Namespace) -> int:
 
 
 def cmd_mode(args: argparse.Namespace) -> int:
+    from . import mode
+
     if args.local:
         if args.mode is None:
             print("mode: " + _admin(args.local, "GET", "/_admin/mode")["mode"])
@@ -145,6 +154,8 @@ def cmd_mode(args: argparse.Namespace) -> int:
 
 
 def cmd_rotate(args: argparse.Namespace) -> int:
+    from . import rotate
+
     if args.local:
         body = {"secret": args.secret, "dry_run": args.dry_run, "force": args.force}
         print(rotate.render(_admin(args.local, "POST", "/_admin/rotate", body)))
@@ -173,6 +184,8 @@ def cmd_rotate(args: argparse.Namespace) -> int:
 
 
 def cmd_billing(args: argparse.Namespace) -> int:
+    from . import billing
+
     aws = Aws(args.profile, args.region, args.stack)
     start, end, totals = billing.costs_by_service(aws.client("ce", region="us-east-1"))
     covered, source = _budget_filter(aws, args.budget_name)
@@ -182,6 +195,8 @@ def cmd_billing(args: argparse.Namespace) -> int:
 
 
 def cmd_traces(args: argparse.Namespace) -> int:
+    from . import traces, waterfall
+
     aws = Aws(args.profile, args.region, args.stack)
     xray = aws.client("xray")
     expression = traces.filter_expression(decision=args.decision, step=args.step)
@@ -199,6 +214,8 @@ def cmd_traces(args: argparse.Namespace) -> int:
 
 
 def cmd_trace_last(args: argparse.Namespace) -> int:
+    from . import waterfall
+
     result = _admin(args.local, "GET", "/_admin/trace/last")
     keys = ("depth", "name", "start_ms", "ms", "note")
     spans = [waterfall.Span(**{k: span[k] for k in keys}) for span in result.get("spans", [])]
@@ -209,6 +226,8 @@ def cmd_trace_last(args: argparse.Namespace) -> int:
 
 
 def cmd_enable_model(args: argparse.Namespace) -> int:
+    from . import first_call
+
     s = project_settings()
     region = args.region or ops_context().get("chat_region") or None
     aws = Aws(args.profile, region, args.stack)
@@ -219,6 +238,8 @@ def cmd_enable_model(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from . import verify
+
     target = _verify_target(args)
     print(verify.spend_notice(target), flush=True)
     checks = verify.run(target)
@@ -228,6 +249,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def _verify_target(args: argparse.Namespace) -> verify.Target:
     from steps.lib.money.pricing import largest_reserve_micros
+
+    from . import verify
 
     s = project_settings()
     limit = int(edge_context().get("waf_rate_limit", 20))
@@ -263,6 +286,8 @@ def _budget_filter(aws: Aws, budget_name: str | None) -> tuple[list[str], str]:
     """The deployed budget's filter; cdk.json's list only when no budget is deployed."""
     from botocore.exceptions import ClientError
 
+    from . import billing
+
     name = budget_name or model_budget_name(aws)
     account = aws.client("sts").get_caller_identity()["Account"]
     budgets = aws.client("budgets", region="us-east-1")
@@ -276,6 +301,8 @@ def _budget_filter(aws: Aws, budget_name: str | None) -> tuple[list[str], str]:
 
 
 def _admin(base: str, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    from .http import request
+
     reply = request(method, base.rstrip("/") + path, payload=body)
     if reply.status != 200 or reply.body is None:
         raise OpsError(f"{method} {path} answered {reply.status}: {reply.error or 'no JSON body'}")
@@ -295,6 +322,9 @@ def _guard(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
             NoRegionError,
         )
 
+        from .mode import ModeError
+        from .rotate import RotationRefused
+
         try:
             return command(args)
         except NoCredentialsError:
@@ -310,7 +340,7 @@ def _guard(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
                 f"AWS_REGION{offline}",
                 file=sys.stderr,
             )
-        except (OpsError, rotate.RotationRefused, mode.ModeError, ValueError, LookupError) as exc:
+        except (OpsError, RotationRefused, ModeError, ValueError, LookupError) as exc:
             print(f"chatguard {args.command}: {exc}", file=sys.stderr)
         except (ClientError, BotoCoreError) as exc:
             print(f"chatguard {args.command}: AWS said: {exc}", file=sys.stderr)

@@ -20,22 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from steps.lib.providers.model_ids import metering_for
-from steps.lib.runtime.settings import DEFAULT_KNOWLEDGE_DIR, Settings
+from steps.lib.runtime.settings import Settings
 
 from . import deployed
 from . import doctor_bedrock as bedrock
 from .aws import Aws, OpsError, find_output, ledger_output, model_budget_name
 from .doctor_account import BUDGET_NAME, LEDGER_NAME, budget_strings_billed, ledger_matches
 from .doctor_alarm import alarm_reaches_topic
+from .doctor_cli import SPEND_NOTICE
 from .doctor_result import Check, cannot_test
 from .doctor_waf import NAME as WAF_NAME
 from .doctor_waf import waf_blocks_answer_json
-
-SPEND_NOTICE = (
-    "doctor sends one Converse call (maxTokens 1), one ApplyGuardrail of a short probe,\n"
-    "one embedding and a Cost Explorer query (USD 0.01 per request): about USD 0.03 in all.\n"
-    "It sets one alarm per stack to ALARM for a moment: subscribers get one test e-mail."
-)
 
 
 def guarded(name: str, check: Callable[[], Check]) -> Check:
@@ -146,39 +141,6 @@ def summary(checks: Sequence[Check]) -> str:
 
 def exit_code(checks: Sequence[Check]) -> int:
     return 1 if any(c.outcome == "FAIL" for c in checks) else 0
-
-
-# Shown after the one example chatguard/cli.py's EXAMPLES gives every command.
-EXAMPLES = """examples:
-  chatguard doctor                               # the stack of cdk.json's chat_region
-  chatguard doctor --region eu-west-1 --profile prod
-  chatguard doctor --knowledge build/titan-knowledge   # the index bundled at the last deploy"""
-
-
-def register(
-    sub: argparse._SubParsersAction[Any],
-    *,
-    parents: list[argparse.ArgumentParser],
-    guard: Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]],
-) -> None:
-    """Add `chatguard doctor` (ops/cli.py passes its --profile/--region/--stack parent)."""
-    p = sub.add_parser(
-        "doctor",
-        parents=parents,
-        help="after make deploy: test the account's side of every assumption",
-        description="One line per check (PASS, FAIL, CANNOT TEST, NOT APPLICABLE) and the fix;\n"
-        "exit 1 on any FAIL.\n\n" + SPEND_NOTICE,
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument(
-        "--knowledge",
-        type=Path,
-        default=DEFAULT_KNOWLEDGE_DIR,
-        metavar="DIR",
-        help="the index folder bundled at the last deploy (default: build/knowledge)",
-    )
-    p.set_defaults(func=guard(command))
 
 
 def command(args: argparse.Namespace) -> int:

@@ -22,12 +22,9 @@ from steps.lib.request.identity import day_of
 from steps.lib.runtime.secrets import SecretValue, parse_secret, render_secret
 from steps.lib.runtime.settings import Settings
 
+from .secret_params import PARAMETERS
+
 ORIGIN_HEADER = "X-Origin-Verify"
-PARAMETERS = {
-    "origin-secret": "origin_secret_param",
-    "salt": "salt_param",
-    "signing-key": "signing_key_param",
-}
 
 
 # No salt rotation in the last minutes of a UTC day: ``rotated_at`` is this machine's clock,

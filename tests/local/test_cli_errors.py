@@ -237,3 +237,20 @@ def test_index_names_empty_pages_and_the_whole_out_path(
     printed = capsys.readouterr().out
     assert "indexed 2 pages (1 empty, skipped: notes/todo.md)" in printed
     assert printed.rstrip().endswith(f"-> {out}")
+
+
+def test_index_says_where_the_artifact_is_from_the_working_directory(
+    tmp_path: Path,
+    own_site: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under the working directory it reads ./out (a path from here, not from the project
+    or the site); from a sibling folder, the relative way there."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["index", "mysite", "--out", "out"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("-> ./out")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert main(["index", "../mysite", "--out", "../out"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("-> ../out")
