@@ -36,7 +36,7 @@ def test_a_preflight_is_answered_by_the_server_and_starts_no_execution(
         assert (status, body) == (204, b"")
         assert headers.get("Access-Control-Allow-Origin") == (origin if origin == SITE else None)
     assert headers.get("Access-Control-Allow-Credentials") is None
-    assert runtime.wire.counts()["lambda", "OriginVerify"] == 0  # no execution at all
+    assert runtime.wire.counts()["lambda", "Invoke"] == 0  # no execution at all
     assert runtime.ledger_items() == []
 
 
