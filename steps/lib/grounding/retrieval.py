@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..providers.local_embedder import MODEL_ID as LOCAL_MODEL_ID
+from ..providers.local_embedder import is_local_model
 from ..runtime.errors import KnowledgeError
 from .followup import Query, follow_up_query, plain_query
 from .knowledge import Chunk, Knowledge
@@ -192,7 +192,7 @@ def scores(kb: Knowledge, query_vector: np.ndarray, query: Query | str) -> np.nd
         )
     query = as_query(query)
     cosine = cosines(kb.matrix, vector)
-    if kb.embedder == LOCAL_MODEL_ID:
+    if is_local_model(kb.embedder):
         lexical = np.float32(LOCAL_LEXICAL_WEIGHT) * lexical_scores(kb, query)
         total = local_scores(kb, cosine, lexical)
         if LOCAL_FEEDBACK_WEIGHT and LOCAL_FEEDBACK_TOP:

@@ -58,6 +58,12 @@ def embedder_id(max_tokens: int) -> str:
 MODEL_ID = embedder_id(MAX_TOKENS)
 
 
+def is_local_model(embedder: str) -> bool:
+    """Was an index embedded by this model, at any cut? Its ranking weights apply; the
+    runtime still refuses a cut other than MAX_TOKENS when it loads the index."""
+    return embedder.startswith(f"{MODEL_NAME}-max")
+
+
 def token_batches(lengths: Sequence[int], budget: int = TOKENS_PER_BATCH) -> list[list[int]]:
     """Indices of texts grouped for inference: sorted by length (ties keep their order),
     each batch as many rows as fit `budget` once padded to its longest, at least one."""

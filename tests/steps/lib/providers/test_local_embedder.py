@@ -24,6 +24,7 @@ from steps.lib.providers.local_embedder import (
     LocalEmbedder,
     LocalQueryEmbedder,
     embedder_id,
+    is_local_model,
     shared,
     token_batches,
     weights_file,
@@ -94,6 +95,9 @@ def test_the_id_changes_with_where_a_text_is_cut() -> None:
     assert embedder_id(MAX_TOKENS) == MODEL_ID
     assert embedder_id(128) != embedder_id(256)
     assert LocalEmbedder(max_tokens=256).id == embedder_id(256) != MODEL_ID
+    # ...yet an index at any cut is this model's, so the bench ranks it with its weights.
+    assert is_local_model(embedder_id(256)) and is_local_model(MODEL_ID)
+    assert not is_local_model("hashing-v2") and not is_local_model("minilm-l12-max128")
 
 
 def test_a_cut_changes_the_vector_of_a_text_longer_than_it_only() -> None:
