@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -19,3 +21,21 @@ class CannotCount:
         from steps.lib.providers.models import GuardVerdict
 
         return GuardVerdict(blocked=False)
+
+
+@contextmanager
+def model_fails() -> Iterator[None]:
+    """Every Converse call fails as a timed-out model does (ModelError), for the block."""
+    from steps.lib.providers import models
+    from steps.lib.runtime.errors import ModelError
+
+    class Broken(CannotCount):
+        def converse(self, **_kwargs: object) -> None:
+            raise ModelError("injected: the model timed out")
+
+    original = models.responder
+    models.responder = lambda s: Broken()
+    try:
+        yield
+    finally:
+        models.responder = original

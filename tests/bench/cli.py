@@ -58,23 +58,9 @@ def run_command(*argv: str, env: dict[str, str]) -> Callable[[], None]:
 
 def _serve_ready(env: dict[str, str]) -> float:
     started = time.perf_counter()
-    process = subprocess.Popen(
-        [*CLI, "serve", "--port", "0", "--quiet"], cwd=ROOT, env=env, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        url = line.split()[line.split().index("on") + 1]
-        with urllib.request.urlopen(url + "/", timeout=60) as response:
-            response.read()
-        ready = time.perf_counter() - started
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=60)
-        return ready
-    finally:
-        if process.poll() is None:
-            process.kill()
+    with running_server(env) as url, urllib.request.urlopen(url + "/", timeout=60) as response:
+        response.read()
+        return time.perf_counter() - started
 
 
 @contextlib.contextmanager

@@ -156,26 +156,11 @@ def managed_groups() -> list[dict[str, Any]]:
     return [r for r in acl["Properties"]["Rules"] if "ManagedRuleGroupStatement" in r["Statement"]]
 
 
-def test_managed_rule_groups_behind_the_flag_keep_the_body_size_to_our_rule():
-    import aws_cdk as cdk
-    from aws_cdk.assertions import Template
+def test_managed_rule_groups_behind_the_flag_keep_the_body_size_to_our_rule(managed_groups):
+    from infra.blocks.edge_firewall import MANAGED_GROUPS
 
-    from infra.blocks.edge_firewall import MANAGED_GROUPS, EdgeFirewall
-
-    edge = deploy_config.EdgeConfig(
-        waf_rate_limit=20, waf_window_seconds=120, waf_managed_rules=True,
-        waf_blocked_alarm_threshold=10, api_throttle_rate=5, api_throttle_burst=10,
-        origin_timeout_seconds=30,
-    )  # fmt: skip
-    stack = cdk.Stack(cdk.App(), "Probe", env=cdk.Environment(region="us-east-1"))
-    EdgeFirewall(stack, "Firewall", name="probe", edge=edge, body_max_bytes=16384)
-    rules = Template.from_stack(stack).to_json()["Resources"]
-    (acl,) = rules.values()
-    groups = [
-        r for r in acl["Properties"]["Rules"] if "ManagedRuleGroupStatement" in r["Statement"]
-    ]
-    assert [g["Name"] for g in groups] == list(MANAGED_GROUPS)
-    common = groups[0]["Statement"]["ManagedRuleGroupStatement"]
+    assert [g["Name"] for g in managed_groups] == list(MANAGED_GROUPS)
+    common = managed_groups[0]["Statement"]["ManagedRuleGroupStatement"]
     assert common["RuleActionOverrides"] == [
         {"Name": "SizeRestrictions_BODY", "ActionToUse": {"Count": {}}}
     ]

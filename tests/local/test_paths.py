@@ -9,7 +9,7 @@ from pathlib import Path
 from local.runtime import LocalRuntime
 from local.wire import error_response
 from steps.lib.money import pricing
-from tests.fakes import CannotCount
+from tests.fakes import model_fails
 
 from .conftest import (
     ANSWERED_PATH,
@@ -150,19 +150,8 @@ def test_a_degraded_answer_without_an_index_fails_closed(
 
 
 def test_a_failed_model_call_leaves_the_reservation_standing(runtime: LocalRuntime) -> None:
-    from steps.lib.providers import models
-    from steps.lib.runtime.errors import ModelError
-
-    class Broken(CannotCount):
-        def converse(self, **_kwargs: object) -> None:
-            raise ModelError("injected: the model timed out")
-
-    original = models.responder
-    models.responder = lambda s: Broken()
-    try:
+    with model_fails():
         outcome = runtime.send(QUESTION, ip=VISITOR)
-    finally:
-        models.responder = original
     assert outcome.status == 503
     assert _states(outcome)[-2:] == ["Invoke", "ModelFailed"]
     [reservation] = reservations(runtime)

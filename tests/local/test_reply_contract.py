@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from local.results import http_reply
 from local.runtime import LocalRuntime, Outcome
 from steps.lib.request.reply import project, reply_fields
 from steps.lib.runtime.settings import Settings
-from tests.fakes import CannotCount
+from tests.fakes import model_fails
 from tests.velocity import ARN, Render, engine, succeeded
 
 from .conftest import QUESTION, VISITOR
@@ -59,23 +58,6 @@ def _set_mode(runtime: LocalRuntime, mode: str) -> None:
     )
 
 
-@contextmanager
-def _model_fails() -> Iterator[None]:
-    from steps.lib.providers import models
-    from steps.lib.runtime.errors import ModelError
-
-    class Broken(CannotCount):
-        def converse(self, **_kwargs: object) -> None:
-            raise ModelError("injected: the model timed out")
-
-    original = models.responder
-    models.responder = lambda s: Broken()
-    try:
-        yield
-    finally:
-        models.responder = original
-
-
 def _every_outcome(knowledge_dir: Path, empty_dir: Path) -> Iterator[tuple[str, Outcome]]:
     """One runtime at a time (a process holds one), each closed before the next starts."""
 
@@ -102,7 +84,7 @@ def _every_outcome(knowledge_dir: Path, empty_dir: Path) -> Iterator[tuple[str, 
         yield "degraded, paced", runtime.send(QUESTION, ip=VISITOR)
     with runtime_with(knowledge_dir=empty_dir) as runtime:
         yield "503 fail closed", runtime.send(QUESTION, ip=VISITOR)
-    with runtime_with() as runtime, _model_fails():
+    with runtime_with() as runtime, model_fails():
         yield "503 model failed", runtime.send(QUESTION, ip=VISITOR)
 
 

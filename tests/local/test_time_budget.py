@@ -44,6 +44,13 @@ def test_a_throttled_step_is_retried_once_and_the_message_answered_once(
     assert 0 < day_total(runtime) < number(reservation, "reservedMicros")
 
 
+def _assert_released(runtime: LocalRuntime) -> None:
+    """The run's one reservation was released: settled, the day holding only the release."""
+    [reservation] = reservations(runtime)
+    assert reservation["status"]["S"] == "settled"
+    assert day_total(runtime) == pricing.release_micros(runtime.settings)
+
+
 def test_an_invoke_throttled_past_its_retry_sent_nothing_and_releases(
     runtime: LocalRuntime,
 ) -> None:
@@ -51,9 +58,7 @@ def test_an_invoke_throttled_past_its_retry_sent_nothing_and_releases(
     outcome = runtime.send(QUESTION, ip=VISITOR)
     assert outcome.status == 503 and runtime.model_calls == 0
     assert _states(outcome)[-3:] == ["Retrieve", "Reconcile", "FailClosed"]
-    [reservation] = reservations(runtime)
-    assert reservation["status"]["S"] == "settled"
-    assert day_total(runtime) == pricing.release_micros(runtime.settings)
+    _assert_released(runtime)
 
 
 def test_a_signing_key_read_that_takes_its_whole_timeout_leaves_no_time_and_sends_nothing(
@@ -74,9 +79,7 @@ def test_a_signing_key_read_that_takes_its_whole_timeout_leaves_no_time_and_send
     outcome = runtime.send(QUESTION, ip=VISITOR)
     assert outcome.status == 503 and runtime.model_calls == 0
     assert outcome.steps[-3].state == "Invoke" and outcome.steps[-3].decision == "error: NotSent"
-    [reservation] = reservations(runtime)
-    assert reservation["status"]["S"] == "settled"
-    assert day_total(runtime) == pricing.release_micros(runtime.settings)
+    _assert_released(runtime)
 
 
 def test_an_embedding_that_could_not_end_within_the_budget_is_not_sent(

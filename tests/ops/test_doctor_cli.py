@@ -68,6 +68,15 @@ def _alarm(stub: Stubber, name: str, summary: str) -> None:
     stub.add_response("set_alarm_state", {})
 
 
+def _restubbed(stubs: dict[tuple[str, str], Stubber], service: str) -> Stubber:
+    """A fresh Stubber on one us-east-1 client, replacing the one _account filled."""
+    old = stubs[service, "us-east-1"]
+    old.deactivate()
+    stub = stubs[service, "us-east-1"] = Stubber(old.client)
+    stub.activate()
+    return stub
+
+
 def _account(stubs: dict[tuple[str, str], Stubber], chat_alarm: str) -> None:
     """A deployed stack; every answer healthy except the chat alarm's action summary."""
     us = "us-east-1"
@@ -172,10 +181,7 @@ def test_a_topic_that_refuses_cloudwatch_fails_the_run_with_its_fix(stubbed, tmp
 
 def test_a_read_the_operator_may_not_make_cannot_test_and_does_not_fail(stubbed, tmp_path, capsys):
     _account(stubbed, acct.DELIVERED)
-    waf = stubbed["wafv2", "us-east-1"]
-    waf.deactivate()
-    waf = stubbed["wafv2", "us-east-1"] = Stubber(waf.client)
-    waf.activate()
+    waf = _restubbed(stubbed, "wafv2")
     waf.add_client_error("get_web_acl", "WAFNonexistentItemException", "no such web ACL")
     code = main(_doctor(tmp_path))
     out = capsys.readouterr().out
@@ -186,10 +192,7 @@ def test_a_read_the_operator_may_not_make_cannot_test_and_does_not_fail(stubbed,
 
 def test_a_refused_read_names_the_call_to_allow(stubbed, tmp_path, capsys):
     _account(stubbed, acct.DELIVERED)
-    ce = stubbed["ce", "us-east-1"]
-    ce.deactivate()
-    ce = stubbed["ce", "us-east-1"] = Stubber(ce.client)
-    ce.activate()
+    ce = _restubbed(stubbed, "ce")
     ce.add_client_error("get_cost_and_usage", "AccessDeniedException", "not authorized", 403)
     assert main(_doctor(tmp_path)) == 0
     out = capsys.readouterr().out
