@@ -37,8 +37,9 @@ unique name and waits on the execution object (polling describe_execution over t
 costs a boto round trip per poll for the same answer; docs/local.md has the figures).
 The wait is woken by the execution's end: moto's worker thread reports it through
 ``BaseExecutionWorkerCommunication.terminated`` after setting the status, and the engine
-wraps that method to notify a condition (a sleeping poll added up to its pause to every
-answer and woke the waiting thread hundreds of times per execution).
+wraps that method to wake the waiters (local/wakeup.py, which says why not a
+threading.Condition; a sleeping poll added up to its pause to every answer and woke the
+waiting thread hundreds of times per execution).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from statemachine import loader
 from steps.lib.runtime.stages import STAGES, Stage
 
 from . import dynamo_tx, parse_cache
+from .wakeup import Wakeups
 
 THROTTLED = "Lambda.TooManyRequestsException"
 MOTO_CONFIG: dict[str, Any] = {"stepfunctions": {"execute_state_machine": True}}
@@ -105,8 +107,8 @@ class Engine:
         self._by_function = {FUNCTION_PREFIX + s.state: s for s in STAGES}
         self._throttled: dict[str, int] = {}
         self._throttle_lock = threading.Lock()
-        # Notified whenever an execution of this process ends (see `_signal_endings`).
-        self._ended = threading.Condition()
+        # Woken whenever an execution of this process ends (see `_signal_endings`).
+        self._ended = Wakeups()
         self.state_machine_arn = ""
 
     def throttle(self, state: str, times: int = 1) -> None:
@@ -208,18 +210,10 @@ class Engine:
         return Finished(described["status"], output, described.get("error"), ())
 
     def _wait(self, done: Callable[[], bool]) -> bool:
-        """Wait until ``done()``, checked again each time an execution ends; False at the
-        timeout. ``done`` is read under the condition's lock, and an ending notifies under
-        it after moto has set the status, so no ending falls between check and sleep.
-        A bounded pause still rechecks in case an ending is ever reported elsewhere."""
-        deadline = time.monotonic() + self._timeout
-        with self._ended:
-            while not done():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._ended.wait(min(left, _RECHECK_SECONDS))
-        return True
+        """Wait until ``done()``, checked again each time an execution ends (moto reports
+        the end after setting the status); False at the timeout. A bounded pause still
+        rechecks in case an ending is ever reported elsewhere."""
+        return self._ended.wait_until(done, self._timeout, _RECHECK_SECONDS)
 
     def _poll(self, done: Callable[[], bool]) -> bool:
         """The alternative the benchmark measures (`over_api`): ask ``done`` with a growing
@@ -234,8 +228,7 @@ class Engine:
         return True
 
     def _execution_ended(self) -> None:
-        with self._ended:
-            self._ended.notify_all()
+        self._ended.wake_all()
 
     # -- seams -------------------------------------------------------------------------
     def _invoke(self, function_name: str, body: bytes | None, response_headers: Any) -> bytes:

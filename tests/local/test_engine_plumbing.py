@@ -3,6 +3,7 @@ in-process, Catch on a raised error's class name, atomic DynamoDB calls."""
 
 from __future__ import annotations
 
+import select
 import threading
 from typing import Any
 
@@ -218,31 +219,34 @@ def test_the_engine_timeout_still_ends_a_run_that_never_finishes(
     assert (finished.status, finished.error) == ("TIMED_OUT", "local engine timeout")
 
 
-def test_an_ending_signalled_while_the_wait_sleeps_wakes_it() -> None:
-    """The sleep ends because it was notified (Condition.wait answers True), not because
-    its time ran out: a wait that nobody signals answers False here, and fails."""
+def test_an_ending_signalled_while_the_wait_sleeps_wakes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The sleep ends because an ending woke it (its select found a byte), not because its
+    time ran out: a wait that nobody wakes sleeps out its recheck here, and fails."""
+    from local import wakeup
     from local.engine import Engine
 
     woken: list[bool] = []
 
-    class Recorded(threading.Condition):
-        def wait(self, timeout: float | None = None) -> bool:
-            woken.append(super().wait(timeout))
-            return woken[-1]
+    def recorded(*args: Any) -> Any:
+        result = select.select(*args)
+        woken.append(bool(result[0]))
+        return result
 
+    monkeypatch.setattr(wakeup, "select", recorded)
     engine = Engine(region="us-east-1", dispatch=lambda *a: None, timeout_seconds=30)
-    engine._ended = Recorded()
     ended = threading.Event()
 
     def end() -> None:
-        with engine._ended:  # acquired only once the waiter sleeps (it holds it until then)
-            ended.set()
+        ended.set()
         engine._execution_ended()
 
     def done() -> bool:
-        if not woken and not ended.is_set():
+        finished = ended.is_set()
+        if not woken and not finished:
             threading.Thread(target=end).start()
-        return ended.is_set()
+        return finished
 
     assert engine._wait(done) is True
     assert woken == [True]
