@@ -150,6 +150,8 @@ class ChatStack(Stack):
             ],
             "CostGate": [
                 allow.items(table, ["UpdateItem"], [*totals, "VISITOR#*"]),
+                # The month's opening checks every shard's month item (month_opening.py).
+                allow.items(table, ["ConditionCheckItem"], totals),
                 allow.items(table, ["PutItem"], ["RES#*"]),
                 allow.items(table, ["ConditionCheckItem", "GetItem"], ["CONFIG"]),
             ],

@@ -105,7 +105,7 @@ def test_cost_gate_only_touches_the_reservation_transaction_items(synth):
     assert problems(s, allowed=allowed) == []
     assert leading_keys(s, "dynamodb:UpdateItem") == {*TOTALS, "VISITOR#*"}
     assert leading_keys(s, "dynamodb:PutItem") == {"RES#*"}
-    assert leading_keys(s, "dynamodb:ConditionCheckItem") == {"CONFIG"}
+    assert leading_keys(s, "dynamodb:ConditionCheckItem") == {*TOTALS, "CONFIG"}
     assert not mentions(s, "ssm:") and not mentions(s, "bedrock:")
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from ..runtime.errors import ChatguardError, DependencyUnavailable, ReconcileError
+from . import month_opening
 from . import pacing as pacing_curve
 from .ledger_items import (
     MODE_KEY,
@@ -257,7 +258,9 @@ def reserve(
     ``Refusal("contention")`` (degraded, no model call), not an error.
     """
     attempt = _Attempt(client, table, request_id, visitor, day, micros, now, pace.clock())
-    for _ in range(2):  # the recorded count, once met, is the period's: at most one switch
+    # The recorded count, once met, is the period's: at most one switch, and one more when
+    # this reservation is the one that opens the month (month_opening.py).
+    for _ in range(3):
         outcome = _reserve_on_shards(attempt, ceilings, memo, pace, pacing)
         if not isinstance(outcome, _Recorded):
             return outcome
@@ -315,6 +318,11 @@ def _reserve_on_shards(
         if cancelled is None:
             return Reservation(a.request_id, a.micros, a.day, month, a.visitor, shard)
         verdict = _verdict(cancelled, names, ceilings, a.micros)
+        if isinstance(verdict, _Unopened):
+            try:
+                return _Recorded(_open_month(a, pace, ceilings.shards))
+            except _Contention:
+                return Refusal("contention")
         if not isinstance(verdict, _Spent):
             return verdict
         paced_costs += [] if verdict.paced_cost is None else [verdict.paced_cost]
@@ -332,9 +340,14 @@ class _Spent:
     paced_cost: int | None
 
 
+@dataclass(frozen=True, slots=True)
+class _Unopened:
+    """Internal: the month has no record of its shard count yet (month_opening.py)."""
+
+
 def _verdict(
     cancelled: _Cancelled, names: tuple[str, ...], ceilings: Ceilings, micros: int
-) -> Refusal | _Recorded | _Spent:
+) -> Refusal | _Recorded | _Spent | _Unopened:
     """What a cancelled reservation on one shard means, read by item name."""
     recorded = _recorded_shards(cancelled, names, ceilings.shards)
     if recorded is not None:
@@ -342,6 +355,8 @@ def _verdict(
     failed = cancelled.refused(names)
     if "mode" in failed:
         return Refusal("mode")
+    if "shards" in failed:  # the month's record refused without a count of its own
+        return _Unopened()
     if "visitor" in failed:
         return Refusal("ceiling")  # the visitor's own cap: no other shard helps
     if failed & {"day", "month"}:
@@ -375,6 +390,18 @@ def _try_shard(
         if cancelled is None or not _unrecorded(cancelled, names):
             return cancelled, names
     return cancelled, RECORDING_ITEMS
+
+
+def _open_month(a: _Attempt, pace: Pace, shards: int) -> int:
+    """Open the reservation's month (month_opening.py) within what is left of its retry
+    budget; the count every reservation of the month uses."""
+
+    def transact(items: list[dict[str, Any]]) -> _Cancelled | None:
+        remaining = RESERVATION_BACKOFF.budget_seconds - (pace.clock() - a.started)
+        budget = dataclasses.replace(RESERVATION_BACKOFF, budget_seconds=max(0.0, remaining))
+        return _retrying(functools.partial(_transact, a.client, items), budget, pace)
+
+    return month_opening.open_month(transact, a.table, month_of(a.day), shards)
 
 
 def _unrecorded(cancelled: _Cancelled, names: tuple[str, ...]) -> bool:
@@ -422,12 +449,16 @@ def _paced(
 
 
 def _reservation_attempt(client: Any, items: list[dict[str, Any]], token: str) -> _Cancelled | None:
+    return _transact(client, items, ClientRequestToken=token)
+
+
+def _transact(client: Any, items: list[dict[str, Any]], **token: str) -> _Cancelled | None:
     response, cancelled = _call(
         "TransactWriteItems (reservation)",
         client.transact_write_items,
         contention=True,
         TransactItems=items,
-        ClientRequestToken=token,
+        **token,
     )
     return None if response is not None else cancelled
 

@@ -9,8 +9,9 @@ pairs, shard ``k`` under partition key ``GLOBAL`` (k = 0) or ``GLOBAL#<k>``, eac
 ``ceiling // N``; a different partition key puts each shard on its own partition. With
 N = 1 the only shard is the unsharded ``GLOBAL`` pair.
 
-The shard count in force is recorded with the month (``GLOBAL``/``SHARDS#<yyyy-mm>``) by
-the first reservation of the month, and on every day/month shard item by the reservation
+The shard count in force is recorded with the month (``GLOBAL``/``SHARDS#<yyyy-mm>``) when
+its first reservation opens it (month_opening.py, which also holds the rule for items
+written before counts were recorded), and on every day/month shard item by the reservation
 that first writes it; each reservation's condition requires its own N to be the recorded
 one. The day's count is the month's: a changed ``ceiling_shards`` applies from the next
 month, and a reservation made with another N is refused by the condition, not admitted.
@@ -28,7 +29,7 @@ Key = dict[str, dict[str, str]]
 # The items of each transaction, by name, in the order they are written: DynamoDB reports
 # CancellationReasons one per item in this order, and ledger.py reads them by these names.
 RESERVATION_ITEMS = ("day", "month", "visitor", "reservation", "mode")
-# The first reservation on a shard's item in the period also writes the month's record.
+# The first reservation on a shard's item in the period also checks the month's record.
 RECORDING_ITEMS = (*RESERVATION_ITEMS, "shards")
 SETTLEMENT_ITEMS = ("reservation", "day", "month", "visitor")
 
@@ -40,8 +41,9 @@ TOTAL_LEAVES_ROOM = "costMicros <= :max"
 TOTAL_ADMITS = f"{TOTAL_NOT_STARTED} OR {TOTAL_LEAVES_ROOM}"
 # The recorded shard count. Once a day/month item carries it, a reservation only checks
 # it there (SHARDS_AGREE), so the hot path touches no other item. The reservation that
-# first writes an item (the first of its shard in the period) may record it there only in
-# the same transaction as the month's record agrees (SHARDS_RECORD_OR_AGREE on both).
+# first writes an item (the first of its shard in the period) may record it there
+# (SHARDS_RECORD_OR_AGREE) only in the same transaction as the month's record, which must
+# already exist and agree (SHARDS_AGREE: month_opening.py writes it, never a reservation).
 SHARDS_AGREE = "#shards = :n"
 SHARDS_RECORD_OR_AGREE = "attribute_not_exists(#shards) OR #shards = :n"
 # One reservation per request id: a replayed request cannot reserve twice.
@@ -53,9 +55,6 @@ SETTLES_ONCE = "#status = :open AND reservedMicros = :reserved"
 
 _ADD_COST = "ADD costMicros :r SET expiresAt = if_not_exists(expiresAt, :exp)"
 _ADD_SHARDED_COST = f"{_ADD_COST}, #shards = if_not_exists(#shards, :n)"
-_RECORD_SHARDS = (
-    "SET #shards = if_not_exists(#shards, :n), expiresAt = if_not_exists(expiresAt, :exp)"
-)
 # Day and month totals also keep what settled (actuals only): it never decreases, and a
 # total is never below it, so it proves a spent day stays spent (spent_memo.py).
 _SETTLE_TOTAL = "ADD costMicros :delta, settledMicros :actual"
@@ -172,7 +171,7 @@ def reservation_items(
     ceiling by ``now`` (pacing.py), never more than it. The day and month items also require
     ``ceilings.shards`` to be the count recorded on them (SHARDS_AGREE); with ``record``
     (their first write this period) an item without a record takes this one, and the
-    month's record (``shards_key``) is written or checked in the same transaction. The
+    month's record (``shards_key``) is checked to agree in the same transaction. The
     reservation item is a Put under RESERVATION_IS_NEW, and the mode a ConditionCheck under
     MODE_IS_NORMAL. A refused day or month item returns its old attributes
     (``ReturnValuesOnConditionCheckFailure``), which the spent-day memo and the recorded
@@ -247,16 +246,12 @@ def reservation_items(
     if record:
         items.append(
             {
-                "Update": {
+                "ConditionCheck": {
                     "TableName": table,
                     "Key": shards_key(month),
-                    "UpdateExpression": _RECORD_SHARDS,
-                    "ConditionExpression": SHARDS_RECORD_OR_AGREE,
+                    "ConditionExpression": SHARDS_AGREE,
                     "ExpressionAttributeNames": {"#shards": "shards"},
-                    "ExpressionAttributeValues": {
-                        ":n": {"N": str(ceilings.shards)},
-                        ":exp": {"N": str(month_expiry(month))},
-                    },
+                    "ExpressionAttributeValues": {":n": {"N": str(ceilings.shards)}},
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             }
