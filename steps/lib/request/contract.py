@@ -9,7 +9,9 @@ field so a client developer can fix the call from the message alone.
 The letter-or-digit rule is S1's alone: a text of only whitespace or punctuation cannot be
 answered (Converse on Anthropic models refuses a text block with no non-whitespace text,
 after the reservation and the guardrail), so it is refused here, before any quota or ledger
-write. Any script counts (Unicode categories L* and N*). API Gateway's model validation is
+write. Any script counts (Unicode categories L* and N*), except characters Unicode marks
+Default_Ignorable (the Hangul fillers are letters that render as nothing: letters.py).
+API Gateway's model validation is
 JSON Schema draft 4, whose ``pattern`` is not promised Unicode property classes, so
 openapi.json states the rule in prose and S1 is the authority.
 """
@@ -25,6 +27,7 @@ from ..money.byte_bound import fixed_prompt_bound
 from ..runtime.errors import BadRequest
 from ..runtime.settings import Settings
 from ..text import prompt
+from . import letters
 
 REQUEST_FIELDS = frozenset({"message", "history", "page"})
 TURN_FIELDS = frozenset({"role", "content", "sig"})
@@ -92,7 +95,7 @@ def _text(value: object, where: str, max_chars: int, *, min_chars: int = 1) -> s
 
 def _words(text: str, where: str) -> str:
     """``text`` when it holds a letter or a digit of any script, else BadRequest."""
-    if any(unicodedata.category(char)[0] in "LN" for char in text):
+    if letters.has_letter_or_digit(text):
         return text
     raise BadRequest(f"{where} must contain at least one letter or digit")
 
