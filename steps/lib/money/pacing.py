@@ -17,6 +17,7 @@ start of the next.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -24,6 +25,7 @@ from fractions import Fraction
 DAY_SECONDS = 86_400
 HOUR_SECONDS = 3_600
 FLAT: tuple[int, ...] = (1,) * 24
+_ASCII_DIGITS = re.compile(r"[0-9]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,13 +79,19 @@ def seconds_into(day: str, now: float) -> int:
 
 
 def parse_curve(text: str) -> tuple[int, ...]:
-    """``""`` (flat) or 24 comma-separated hourly weights, e.g. page views per UTC hour."""
+    """``""`` (flat) or 24 comma-separated hourly weights, e.g. page views per UTC hour.
+
+    Each weight is ASCII digits (spaces around it allowed). Python's ``int`` and
+    ``str.isdigit`` take more (``int("٣")`` is 3, ``"²".isdigit()`` is True but ``int``
+    refuses it, ``int("1_0")`` is 10): settings, synth, ``serve`` and S3 all parse here, so
+    what the settings check accepts is exactly what S3 can use.
+    """
     if not text.strip():
         return FLAT
-    try:
-        weights = tuple(int(part) for part in text.split(","))
-    except ValueError:
-        raise ValueError("pacing_curve takes 24 comma-separated whole numbers") from None
+    parts = [part.strip(" ") for part in text.split(",")]
+    if not all(_ASCII_DIGITS.fullmatch(part) for part in parts):
+        raise ValueError("pacing_curve takes 24 comma-separated whole numbers (digits 0-9)")
+    weights = tuple(int(part) for part in parts)
     if len(weights) != 24 or min(weights) < 0 or sum(weights) <= 0:
         raise ValueError("pacing_curve takes 24 hourly weights >= 0, not all zero")
     return weights

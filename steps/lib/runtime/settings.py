@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from ..money.pacing import parse_curve
 from ..providers import catalogue
 from .errors import SettingsError
 
@@ -229,10 +230,12 @@ def _coerce(field: dataclasses.Field[Any], value: Any) -> Any:
 
 
 def _curve_ok(text: str) -> bool:
-    parts = [p.strip() for p in text.split(",")] if text.strip() else []
-    if not parts:
-        return True  # flat
-    return len(parts) == 24 and all(p.isdigit() for p in parts) and any(int(p) for p in parts)
+    """The curve as S3 will parse it (pacing.parse_curve: ASCII digits only)."""
+    try:
+        parse_curve(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _problems(s: Settings) -> list[str]:
@@ -253,7 +256,10 @@ def _problems(s: Settings) -> list[str]:
         (s.embedding_dimensions > 0, "embedding_dimensions must be > 0"),
         (s.pacing in ("on", "off"), "pacing must be on|off"),
         (Decimal(0) <= s.pacing_burst_share <= 1, "pacing_burst_share must be in [0, 1]"),
-        (_curve_ok(s.pacing_curve), "pacing_curve takes 24 comma-separated weights >= 0"),
+        (
+            _curve_ok(s.pacing_curve),
+            "pacing_curve takes 24 comma-separated weights >= 0 (digits 0-9)",
+        ),
     ]
     prices = [getattr(s, name) for name in _FIELD_NAMES if name.startswith("price_")]
     checks.append((all(p is None or p >= 0 for p in prices), "prices must be >= 0"))
