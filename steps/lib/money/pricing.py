@@ -52,15 +52,26 @@ The promise rests on two links, and this module is the first.
    transaction; settling only moves a total by ``actual - reserve <= 0``. With
    ``ceiling_shards`` = N, day and month are N shards and the write is on one of them with
    ``ceiling // N`` as its ceiling, so the shards sum to at most the ceiling; settling
-   moves the shard the reservation recorded. N is the count the month recorded with its
-   first reservation: each day/month item's condition requires it (``SHARDS_AGREE``; the
-   item's first write ``SHARDS_RECORD_OR_AGREE``, with the month's record in the same
-   transaction), so every reservation of a period divides by the same N. With pacing, the
+   moves the shard the reservation recorded. N is the count the month recorded when its
+   first reservation opened it: each day/month item's condition requires it
+   (``SHARDS_AGREE``; the item's first write ``SHARDS_RECORD_OR_AGREE``, with the month's
+   record checked in the same transaction), so every reservation of a period divides by
+   the same N. **The upgrade rule** (month_opening.py): an item written by code from before
+   counts were recorded counts as recorded with the count that code used, so a month
+   that holds such items opens with ``L = 1 +`` the highest shard holding one (1 for the
+   unsharded ``GLOBAL``), not the deployed N: each old shard held at most
+   ``ceiling // N_old <= ceiling // L``, and the opening checks that no shard >= L holds
+   any. With pacing, the
    day's ceiling in the condition is ``allowance(now) <= ceiling // N`` (pacing.py, S3's
    clock): only stricter, still one transaction. A retry (conflict, throttle) resends the same
    conditional transaction, and a settlement retry that finds the reservation settled
    moves nothing; the spent-day memo only ever refuses. None of them can admit what the
    condition would not.
+
+Metering per model (providers/catalogue.py says which): CountTokens (A1) for a model
+bedrock-runtime counts; the byte bound (A2, A3) for every other, the default Claude Haiku
+4.5 included (its count on the bedrock-mantle endpoint is documented but not built:
+docs/internals.md).
 
 Assumptions the proof relies on (docs/internals.md, "The cost bound", gives the sources):
 A1 CountTokens reports what Converse bills for the same input (Bedrock user guide);

@@ -29,8 +29,9 @@ Sources, and what could not be confirmed from them:
   4.5's bare id; the table follows the guide, because the wrong "yes" guts every answer
   (the reserve is sized for exact counts that never come) while the wrong "no" only
   reserves a little more. The guide's alternative, Anthropic's ``count_tokens`` on the
-  ``bedrock-mantle`` endpoint, is not used: it cannot be tested offline, and it is
-  unverified here.
+  ``bedrock-mantle`` endpoint, is not used yet: docs/internals.md (A1b) cites what AWS
+  documents for it and what no page found says (its IAM action, its price, that its
+  count bounds what Converse bills).
 - Largest output: Haiku 4.5's Bedrock model card (64K tokens); for the others, Anthropic's
   models overview (Sonnet 4.5, Sonnet 4, 3.7 Sonnet: 64,000; 3.5 Haiku: 8,192), not
   re-read for this table (unconfirmed). It only refuses a ``max_output_tokens`` the model
