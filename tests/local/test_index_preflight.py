@@ -11,8 +11,8 @@ import pytest
 from chatguard.cli import main
 from indexer.build import build
 from indexer.policy import IndexPolicy
-from local.commands import local_settings
-from local.preflight import knowledge_problem
+from local.commands.chat_demo_serve import local_settings
+from local.commands.preflight import knowledge_problem
 from steps.lib.grounding.knowledge import SCHEMA_VERSION, load_knowledge, seal
 from steps.lib.providers.hashing_embedder import HashingEmbedder
 from steps.lib.providers.local_embedder import MAX_TOKENS, embedder_id

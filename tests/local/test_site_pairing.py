@@ -14,9 +14,9 @@ from chatguard.cli import main
 from indexer.build import build
 from indexer.policy import IndexPolicy
 from indexer.provenance import drift, read_record
-from local.commands import local_settings
-from local.preflight import index_permalinks, pairing_problem
-from local.runtime import LocalRuntime
+from local.commands.chat_demo_serve import local_settings
+from local.commands.preflight import index_permalinks, pairing_problem
+from local.engine.runtime import LocalRuntime
 from steps.lib.grounding.knowledge import load_knowledge, seal
 from steps.lib.providers.hashing_embedder import HashingEmbedder
 

@@ -1,4 +1,4 @@
-"""`chatguard serve`: the HTTP contract (local/routes.py) on uvicorn, on loopback.
+"""`chatguard serve`: the HTTP contract (local/server/routes.py) on uvicorn, on loopback.
 
 Why uvicorn: the standard library's server listens with a backlog of 5 and starts a thread
 per connection; with 64 or 128 visitors sending at once it resets a share of them, where
@@ -35,8 +35,10 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from local.engine.results import FAIL_CLOSED
+from local.engine.runtime import LocalRuntime
+
 from .listening import BACKLOG, listen
-from .results import FAIL_CLOSED
 from .routes import (
     CrossOrigin,
     Dispatcher,
@@ -45,7 +47,6 @@ from .routes import (
     Response,
     json_response,
 )
-from .runtime import LocalRuntime
 
 __all__ = ["ChatServer", "EdgeOptions", "listen", "serve_in_thread"]
 

@@ -2,7 +2,7 @@
 and which AWS calls it made.
 
 The in-process Lambda dispatcher opens a step (``recorder().step(...)``) around every
-handler call; the wire seam (local/wire.py) attributes each emulated AWS call to the step
+handler call; the wire seam (local/engine/wire.py) attributes each emulated AWS call to the step
 open on the calling thread. Every step of one execution runs on that execution's thread,
 so a thread-local "current step" is exact even with many executions in flight.
 """

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .runtime import Outcome
-from .tracing import StepRecord
+from local.engine.runtime import Outcome
+from local.engine.tracing import StepRecord
 
 
 def step_table(steps: Iterable[StepRecord]) -> str:
@@ -72,7 +72,7 @@ def quiet_logs(*, show_libraries: bool, show_steps: bool) -> Iterator[None]:
 @contextmanager
 def message_lines(*, enabled: bool) -> Iterator[None]:
     """`chatguard serve`'s default output: one line per chat message on stderr, with the
-    time (local/routes.py, `message_line`)."""
+    time (local/server/routes.py, `message_line`)."""
     logger = logging.getLogger("chatguard.local.messages")
     if not enabled:
         yield

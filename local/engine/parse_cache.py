@@ -3,7 +3,7 @@
 moto's engine parses the definition with ANTLR's Python runtime, whose first parse in a
 process builds its prediction tables: about 2 s of CPU, the largest part of a one-shot
 `chatguard chat` (docs/benchmarks.md, "CLI"). The parsed program is plain moto objects and
-holds no per-execution state (local/engine.py), so it is pickled once per definition.
+holds no per-execution state (local/engine/step_functions.py), so it is pickled once per definition.
 
 The key is a hash of the definition, moto's version and Python's: a new ASL, a moto
 upgrade or another interpreter parse again. The cache lives in the user's own cache

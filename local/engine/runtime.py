@@ -26,8 +26,8 @@ from steps.lib.runtime.settings import Settings
 from steps.lib.runtime.stages import STAGES, Stage
 
 from .edge import socket_address
-from .engine import Engine
 from .results import LambdaContext, Outcome, decision_of, http_reply, terminal
+from .step_functions import Engine
 from .tables import create_ledger_table
 from .tracing import recorder
 from .wire import Contention, Wire
@@ -57,7 +57,7 @@ class LocalRuntime:
         contention: Contention | None = None,
         signing_key: str | None = None,
     ) -> None:
-        """`bedrock_client`: a real bedrock-runtime client (local/bedrock_access.py) for
+        """`bedrock_client`: a real bedrock-runtime client (local/engine/bedrock_access.py) for
         settings with ``model_backend="bedrock"``; everything else stays on moto.
         `contention`: conflicts and throttles injected into DynamoDB transactions.
         `signing_key`: the reply-signing key, kept by the caller across runs (`chat

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ops import first_call
 from steps.lib.grounding.knowledge import bedrock_embedder_id
 from steps.lib.money.pricing import Metering
 from steps.lib.providers.bedrock import BedrockResponder, TitanEmbedder
@@ -20,9 +21,8 @@ from steps.lib.providers.model_ids import foundation_model_id
 from steps.lib.runtime.errors import EmbeddingError, ModelError
 from steps.lib.runtime.settings import Settings
 
-from . import first_call
 from .deployed import IndexHeader
-from .doctor_result import Check, aws_said, cannot_test, failed, not_applicable, passed
+from .result import Check, aws_said, cannot_test, failed, not_applicable, passed
 
 PROBE = "Hello, which page covers rate limiting?"
 MODEL = "model answers"

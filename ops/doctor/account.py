@@ -13,10 +13,10 @@ from decimal import Decimal
 from typing import Any
 
 from infra.step_wiring import STEP_SETTINGS
+from ops import billing
 from steps.lib.runtime.settings import ENV_PREFIX
 
-from . import billing
-from .doctor_result import Check, cannot_test, failed, passed
+from .result import Check, cannot_test, failed, passed
 
 TABLE_VARIABLE = ENV_PREFIX + "TABLE_NAME"
 BUDGET_NAME = "budget service strings in Cost Explorer"

@@ -10,7 +10,7 @@ from typing import Any
 from steps.lib.request.reply import project
 from steps.lib.runtime.stages import STAGES
 
-from .engine import Finished
+from .step_functions import Finished
 from .tracing import StepRecord
 
 FAIL_CLOSED = {"error": "The chat is unavailable right now. Please try again later."}

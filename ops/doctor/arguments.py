@@ -1,6 +1,6 @@
 """`chatguard doctor`'s arguments: what `chatguard`'s parser needs, without the checks.
 
-The checks (ops/doctor.py, with the steps' settings and pricing behind them) load when the
+The checks (ops/doctor/command.py, with the steps' settings and pricing behind them) load when the
 command runs, so building the parser for another command never imports them."""
 
 from __future__ import annotations
@@ -12,12 +12,7 @@ from typing import Any
 
 from steps.lib.runtime.settings import DEFAULT_KNOWLEDGE_DIR
 
-SPEND_NOTICE = (
-    "doctor sends one Converse call (maxTokens 1), one ApplyGuardrail of a short probe,\n"
-    "one embedding and a Cost Explorer query (USD 0.01 per request): about USD 0.03 in all.\n"
-    "It sets one alarm per stack to ALARM for a moment: subscribers get one test e-mail."
-)
-
+from .notice import SPEND_NOTICE
 
 # Shown after the one example chatguard/cli.py's EXAMPLES gives every command.
 EXAMPLES = """examples:
@@ -53,6 +48,6 @@ def register(
 
 
 def _command(args: argparse.Namespace) -> int:
-    from .doctor import command
+    from .command import command
 
     return command(args)

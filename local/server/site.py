@@ -32,11 +32,10 @@ from markdown_it.token import Token
 from indexer.build import collect
 from indexer.pages import PAGE_SUFFIXES, Block, page_path
 from indexer.policy import IndexPolicy
+from local.commands import preflight
 from steps.lib.grounding.knowledge import normalise_page
 
-from . import preflight
-
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WIDGET_DIR = ROOT / "widget"
 DEFAULT_SITE_DIR = preflight.DEFAULT_SITE_DIR
 SITE_DIR_ENV = preflight.SITE_DIR_ENV

@@ -19,18 +19,17 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ops.aws import Aws, OpsError, find_output, ledger_output, model_budget_name
 from steps.lib.providers.model_ids import metering_for
 from steps.lib.runtime.settings import Settings
 
-from . import deployed
-from . import doctor_bedrock as bedrock
-from .aws import Aws, OpsError, find_output, ledger_output, model_budget_name
-from .doctor_account import BUDGET_NAME, LEDGER_NAME, budget_strings_billed, ledger_matches
-from .doctor_alarm import alarm_reaches_topic
-from .doctor_cli import SPEND_NOTICE
-from .doctor_result import Check, cannot_test
-from .doctor_waf import NAME as WAF_NAME
-from .doctor_waf import waf_blocks_answer_json
+from . import bedrock, deployed
+from .account import BUDGET_NAME, LEDGER_NAME, budget_strings_billed, ledger_matches
+from .alarm import alarm_reaches_topic
+from .notice import SPEND_NOTICE
+from .result import Check, cannot_test
+from .waf import NAME as WAF_NAME
+from .waf import waf_blocks_answer_json
 
 
 def guarded(name: str, check: Callable[[], Check]) -> Check:
@@ -144,7 +143,7 @@ def exit_code(checks: Sequence[Check]) -> int:
 
 
 def command(args: argparse.Namespace) -> int:
-    from .aws import ops_context
+    from ops.aws import ops_context
 
     region = args.region or ops_context().get("chat_region") or None
     print(SPEND_NOTICE, flush=True)

@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .doctor_result import Check, cannot_test, failed, passed
+from .result import Check, cannot_test, failed, passed
 
 NAME = "WAF blocks answer JSON"
 FIX = (

@@ -15,11 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ops.aws import OpsError
 from steps.lib.runtime.errors import SettingsError
 from steps.lib.runtime.settings import ENV_PREFIX, Settings
 from steps.lib.runtime.stages import STAGES
-
-from .aws import OpsError
 
 EDGE_REGION = "us-east-1"  # infra/config.py EDGE_REGION: a CLOUDFRONT web ACL lives there
 EDGE_STACK = "ChatguardEdge"  # infra/application.py EDGE_STACK, suffixed with the chat Region

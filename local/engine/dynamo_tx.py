@@ -8,7 +8,7 @@ answered (a 600-item table already cost about 80 ms per transaction).
 
 Here the table is not copied; instead the items the transaction names are saved before it
 runs and put back if it is cancelled. That is the same all-or-nothing result, because the
-wire seam (local/wire.py) already makes every DynamoDB call atomic: nothing else can touch
+wire seam (local/engine/wire.py) already makes every DynamoDB call atomic: nothing else can touch
 those items in between.
 """
 

@@ -1,9 +1,9 @@
 """What CloudFront, WAF and API Gateway do before an execution starts, as pure functions.
 
-The local server (local/server.py) plays the edge with these: a per-IP rate rule like the
-WAF rule E1, the body-size limit, and API Gateway's request validation (invalid JSON or a
-body that breaks the contract is a 400 before any execution, so it never writes to the
-ledger and never reaches a model).
+The local server (local/server/uvicorn_server.py) plays the edge with these: a per-IP rate
+rule like the WAF rule E1, the body-size limit, and API Gateway's request validation
+(invalid JSON or a body that breaks the contract is a 400 before any execution, so it never
+writes to the ledger and never reaches a model).
 """
 
 from __future__ import annotations

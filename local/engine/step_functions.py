@@ -16,10 +16,10 @@ Seams into moto 5.2 (read from its source; each one is undone by `stop()`):
 - The engine parses the ASL with ANTLR for every execution and again to validate it
   (about 50 ms each); the parsed program holds no per-execution state (retry counters
   live in the execution's environment), so it is parsed once per definition and shared,
-  and kept on disk between runs (local/parse_cache.py: the first parse in a process
+  and kept on disk between runs (local/engine/parse_cache.py: the first parse in a process
   costs seconds).
   jsonpath_ng likewise rebuilds a parser per path; parsed paths are cached.
-- moto's TransactWriteItems copies the whole table for its rollback; local/dynamo_tx.py
+- moto's TransactWriteItems copies the whole table for its rollback; local/engine/dynamo_tx.py
   saves and restores only the items a transaction names.
 - The context object's ``$$.Execution.StartTime`` is taken from ``time.time()`` when the
   execution starts (moto reads the system clock): on AWS the run's start and the steps'
@@ -37,7 +37,7 @@ unique name and waits on the execution object (polling describe_execution over t
 costs a boto round trip per poll for the same answer; docs/local.md has the figures).
 The wait is woken by the execution's end: moto's worker thread reports it through
 ``BaseExecutionWorkerCommunication.terminated`` after setting the status, and the engine
-wraps that method to wake the waiters (local/wakeup.py, which says why not a
+wraps that method to wake the waiters (local/engine/wakeup.py, which says why not a
 threading.Condition; a sleeping poll added up to its pause to every answer and woke the
 waiting thread hundreds of times per execution).
 """
@@ -292,7 +292,7 @@ class Engine:
         """moto lists a service's Regions (when its backend is first built) through a boto3
         Session, which parses the service's description to find its endpoint prefix; a
         botocore Session answers the same lists from the descriptions the clients have
-        already read (local/shared_models.py)."""
+        already read (local/engine/shared_models.py)."""
         from moto.core.base_backend import AccountSpecificBackend
 
         original = vars(AccountSpecificBackend)["get_session"]

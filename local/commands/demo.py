@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from decimal import Decimal
 
+from local.engine.runtime import LocalRuntime, Outcome
+from local.engine.wire import error_response
 from steps.lib.runtime.settings import Settings
 
 from .limits import usd
 from .render import outcome_text
-from .runtime import LocalRuntime, Outcome
-from .wire import error_response
 
 # Small enough that each layer trips within a few messages, large enough that one
 # worst-case reservation (about $0.009 with the default token bounds) fits a visitor's share.

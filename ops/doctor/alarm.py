@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from .doctor_result import Check, aws_said, cannot_test, failed, passed
+from .result import Check, aws_said, cannot_test, failed, passed
 
 KNOWLEDGE_CENTER = "https://repost.aws/knowledge-center/cloudwatch-receive-sns-for-alarm-trigger"
 REASON = "chatguard doctor: a test of this alarm's action, not an incident"

@@ -111,12 +111,12 @@ KEY_FILE = "local-signing-key"
 
 def local_signing_key() -> str:
     """The offline runtime's reply-signing key for `--history`: kept between runs in the
-    user's private cache directory (local/parse_cache.py), so a script's next run verifies
+    user's private cache directory (local/engine/parse_cache.py), so a script's next run verifies
     the turns the previous one signed. Local only: a deployment's key is its own SSM
     parameter, generated in the account."""
     import secrets
 
-    from .parse_cache import cache_dir
+    from local.engine.parse_cache import cache_dir
 
     where = cache_dir()
     if where is None:

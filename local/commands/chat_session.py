@@ -12,9 +12,10 @@ from typing import Any
 def exchange(runtime: Any, args: argparse.Namespace, turns: list[Any], message: str) -> Any:
     """One message with the conversation so far; the file (--history) is rewritten after a
     signed answer."""
+    from local.engine.edge import EdgeRefusal, parse_body
+    from local.engine.runtime import Outcome
+
     from .conversation import after, save, to_send
-    from .edge import EdgeRefusal, parse_body
-    from .runtime import Outcome
 
     settings = runtime.settings
     history = to_send(turns, settings.history_max_turns)

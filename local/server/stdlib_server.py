@@ -1,4 +1,4 @@
-"""The same contract (local/routes.py) on the standard library's ThreadingHTTPServer.
+"""The same contract (local/server/routes.py) on the standard library's ThreadingHTTPServer.
 
 Not what `chatguard serve` runs: it is kept so the benchmark (tests/bench/server.py) and
 the load test can measure it beside uvicorn on the same harness. ``queue_size`` is the
@@ -13,8 +13,9 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from local.engine.runtime import LocalRuntime
+
 from .routes import Dispatcher, EdgeOptions, Request
-from .runtime import LocalRuntime
 
 STDLIB_QUEUE_SIZE = 5
 

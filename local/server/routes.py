@@ -1,6 +1,6 @@
 """The HTTP contract of `chatguard serve` as one pure dispatch: a `Request` in, a `Response`
-out, whatever server carries the bytes (local/server.py; the benchmark also runs it on the
-standard library's server to compare).
+out, whatever server carries the bytes (local/server/uvicorn_server.py; the benchmark also
+runs it on the standard library's server to compare).
 
 - ``POST /chat``: the edge, then the state machine. Plays CloudFront + WAF + API Gateway:
   a per-IP rate rule (403, as WAF answers), the body-size limit and request validation
@@ -8,8 +8,8 @@ standard library's server to compare).
 - ``POST /_origin/chat``: the API Gateway URL called directly, skipping CloudFront: no
   origin header is injected and no rate rule applies; the caller's own X-Origin-Verify (if
   any) is what S1 sees, so a direct call gets 403.
-- ``GET`` anything else: the demo site and widget (``local.site.handle_get``).
-- ``/_admin/...``: the operator's local API (``local.admin.handle``), loopback peers only;
+- ``GET`` anything else: the demo site and widget (``local.server.site.handle_get``).
+- ``/_admin/...``: the operator's local API (``local.server.admin.handle``), loopback peers only;
   ``POST /_admin/rate-rule/release`` drops the caller's own count from the rate rule, so
   `chatguard verify --local`'s burst does not lock the operator out of the widget.
 
@@ -31,14 +31,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from local.engine.edge import EdgeRefusal, RateRule, address_key, parse_body, socket_address
+from local.engine.results import FAIL_CLOSED
 from steps.lib.request.edge_blocks import RATE_BLOCKED
 
 from . import cors
-from .edge import EdgeRefusal, RateRule, address_key, parse_body, socket_address
-from .results import FAIL_CLOSED
 
 log = logging.getLogger("chatguard.local.server")
-# One line per chat message (`chatguard serve`'s default output; local/render.py prints it).
+# One line per chat message (`chatguard serve`'s default output; local/commands/render.py
+# prints it).
 messages = logging.getLogger("chatguard.local.messages")
 SECURITY_HEADERS = (
     ("Cache-Control", "no-store"),
@@ -59,7 +60,7 @@ class EdgeOptions:
     rate_limit: int = 20
     rate_window_seconds: float = 120
     trust_viewer_address: bool = False
-    site_origins: tuple[str, ...] = ()  # cross-origin embedding (local/cors.py)
+    site_origins: tuple[str, ...] = ()  # cross-origin embedding (local/server/cors.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +92,7 @@ class CrossOrigin(Protocol):
 
 
 class ListedOrigins:
-    """CORS on POST /chat for the listed site origins only (local/cors.py), as CloudFront's
+    """CORS on POST /chat for the listed site origins only (local/server/cors.py), as CloudFront's
     response headers policy applies it on AWS: a preflight is answered here (204, nothing
     runs); only a listed origin gets Access-Control-Allow-Origin."""
 
@@ -140,8 +141,9 @@ class Dispatcher:
 
     def body_limit(self, method: str, path: str) -> int:
         """How many body bytes a route takes. A server keeps one more (to tell "too large")
-        and no others: local/server.py reads the rest only to drop it (past its drain limit
-        it hangs up), local/stdlib_server.py leaves it unread and closes the connection."""
+        and no others: local/server/uvicorn_server.py reads the rest only to drop it (past its
+        drain limit it hangs up), local/server/stdlib_server.py leaves it unread and closes the
+        connection."""
         if method != "POST":
             return 0
         if path in CHAT_PATHS:

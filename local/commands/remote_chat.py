@@ -70,8 +70,9 @@ def ask(server: str, message: str, page: str | None) -> tuple[int, dict[str, Any
 def shown(server: str, status: int, body: dict[str, Any], ms: float, *, as_json: bool) -> str:
     if as_json:
         return json.dumps({"status": status, "body": body, "server": server}, indent=2)
+    from local.engine.results import Outcome
+
     from .render import reply_text
-    from .results import Outcome
 
     where = f"answered by the chatguard serve at {server} in {ms:.0f} ms"
     steps = f"its steps: chatguard trace last --local {server}"

@@ -296,11 +296,11 @@ def open_runtime(
     args: argparse.Namespace, settings: Settings, *, signing_key: str | None = None
 ) -> Any:
     """The local runtime; with --model bedrock, on the user's checked Bedrock access."""
-    from .runtime import LocalRuntime
+    from local.engine.runtime import LocalRuntime
 
     if settings.model_backend != "bedrock":
         return LocalRuntime(settings, signing_key=signing_key)
-    from .bedrock_access import BedrockSetupError, check_models, open_access
+    from local.engine.bedrock_access import BedrockSetupError, check_models, open_access
 
     try:
         access = open_access(args.profile, args.region, settings)
@@ -344,7 +344,7 @@ def run_chat(args: argparse.Namespace) -> int:
 
 
 def _chat_with_server(args: argparse.Namespace) -> int:
-    """One message to a running `serve`; nothing starts here (local/remote_chat.py)."""
+    """One message to a running `serve`; nothing starts here (local/commands/remote_chat.py)."""
     from . import remote_chat
 
     problem = remote_chat.problem(args, DEFAULT_IP)
@@ -366,9 +366,10 @@ def _shown(outcome: Any) -> str:
 
 @_one_line
 def run_demo_command(args: argparse.Namespace) -> int:
+    from local.engine.runtime import LocalRuntime
+
     from .demo import demo_settings, run_demo
     from .render import quiet_logs
-    from .runtime import LocalRuntime
 
     settings = settings_for(args)
     with (
@@ -382,7 +383,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
 
 @_one_line
 def run_serve(args: argparse.Namespace) -> int:
-    from .listening import listen
+    from local.server.listening import listen
 
     # The port first: a taken port is one line at once, not after the runtime's start.
     try:
@@ -399,12 +400,13 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def _serve_on(sock: Any, args: argparse.Namespace) -> int:
-    from .cors import OriginError, check_origins
+    from local.server.cors import OriginError, check_origins
+    from local.server.routes import EdgeOptions
+    from local.server.uvicorn_server import ChatServer
+
     from .limits import summary
     from .preflight import index_permalinks
     from .render import message_lines, quiet_logs
-    from .routes import EdgeOptions
-    from .server import ChatServer
 
     settings = settings_for(
         args,

@@ -67,7 +67,7 @@ def knowledge_problem(
     return None
 
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SITE_DIR = ROOT / "examples" / "site"
 SITE_DIR_ENV = "CHATGUARD_SITE_DIR"
 

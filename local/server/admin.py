@@ -15,10 +15,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from local.engine.tracing import Trace, recorder
 from ops import mode, rotate, spend
 from steps.lib.runtime.errors import ChatguardError
-
-from .tracing import Trace, recorder
 
 Answer = tuple[int, dict[str, Any]]
 
