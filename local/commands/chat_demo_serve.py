@@ -158,9 +158,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
     demo = sub.add_parser("demo", help="a scripted session where each layer refuses in turn")
     demo.add_argument("--verbose", action="store_true", help="show the steps' log lines")
-    demo.add_argument(
-        "--knowledge", type=Path, metavar="DIR", help="the index (default: build/knowledge)"
-    )
+    _add_runtime_options(demo)
     demo.set_defaults(func=run_demo_command)
 
     serve = sub.add_parser("serve", help="serve the chat API and demo site on loopback")

@@ -35,13 +35,26 @@ def embedder_dimensions(settings: Settings) -> int:
 def index_command(
     knowledge: Path, site: Path | None, settings: Settings, region: str | None = None
 ) -> str:
-    """The `chatguard index` command that builds what `settings` need at `knowledge`."""
+    """The `chatguard index` command that builds what `settings` need at `knowledge`, for
+    the site served (`site_dir`: a command runs as printed, no placeholder)."""
     from steps.lib.providers.models import embedder_kind
 
     kind = embedder_kind(settings)
     embedder = "" if kind == "local" else f" --embedder {kind}"
     where = f" --region {region}" if region and kind == "titan" else ""
-    return f"chatguard index {site or 'SITE_DIR'} --out {knowledge}{embedder}{where}"
+    return f"chatguard index {_shown(site_dir(site))} --out {knowledge}{embedder}{where}"
+
+
+def beside(site: Path) -> Path:
+    """Where an index of `site` goes when the one named must not be overwritten: under
+    build/, never inside a site folder (whatever is there gets published with the site)."""
+    return Path("build") / f"{site.resolve().name}-knowledge"
+
+
+def inside_site(knowledge: Path, site: Path | None) -> bool:
+    """Is the index folder the site folder, or in it? `chat --site S --knowledge S`."""
+    served = site_dir(site).resolve()
+    return knowledge.resolve().is_relative_to(served)
 
 
 def knowledge_problem(
@@ -51,6 +64,13 @@ def knowledge_problem(
     from steps.lib.grounding.knowledge import load_knowledge
 
     directory = Path(settings.knowledge_dir)
+    if inside_site(directory, site):
+        own = beside(site_dir(site))
+        return (
+            f"{_shown(directory)} is in the site folder {_shown(site_dir(site))}, whose files "
+            f"get published, not an index: build the index beside it with "
+            f"`{index_command(own, site, settings, region)}` and pass `--knowledge {own}`"
+        )
     try:
         kb = load_knowledge(directory, embedder=embedder_id(settings))
         if kb.dimensions != embedder_dimensions(settings):
@@ -107,16 +127,17 @@ def pairing_problem(
         rebuild = rebuild[:-1] + f" --permalinks {record.permalinks}`"
     found = drift(record, served)
     if not found.belongs:
-        own = Path("build") / f"{served.resolve().name}-knowledge"
-        if not chosen:
-            fix = (
-                f"build one with `{index_command(own, where, settings, region)}` and add "
-                f"`--knowledge {own}`"
-            )
-        elif site is None:
-            fix = f"add `--site DIR`, the folder {record.root!r} it was built from, or {rebuild}"
+        own = beside(served)
+        if site is not None and chosen and own.resolve() == knowledge.resolve():
+            fix = rebuild  # the index is already named for this site: rebuilding it is safe
+        elif chosen and site is None:
+            # The index the user named is kept: it is another site's, not a mistake.
+            fix = f"add `--site DIR`, the folder {record.root!r} it was built from"
         else:
-            fix = rebuild
+            fix = (
+                f"build one beside it with `{index_command(own, site, settings, region)}` "
+                f"and add `--knowledge {own}`"
+            )
         return (
             f"the index at {_shown(knowledge)} was built from site {record.root!r} "
             f"({_pages(found.built_from)}), not from {where} ({_pages(found.shared)} in "

@@ -91,7 +91,7 @@ def test_a_missing_index_stops_the_command_naming_the_path_and_the_fix(
     err = capsys.readouterr().err
     assert code == 2
     assert len(err.strip().splitlines()) == 1, err
-    assert str(missing) in err and f"chatguard index SITE_DIR --out {missing}" in err
+    assert str(missing) in err and f"chatguard index examples/site --out {missing}" in err
     # Refused before any runtime started: asserted as such, not as "it took under 10 s",
     # which a loaded machine could break and a slow start could pass.
     assert started == []
