@@ -6,8 +6,6 @@ log naming the flag that allows it, and an origin copied from an address bar
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
@@ -17,7 +15,8 @@ from infra import config as deploy_config
 from local.server.cors import OriginError, check_origins
 from local.server.routes import origins_line, refused_origin_line
 
-ROOT = Path(__file__).resolve().parents[2]
+from .conftest import serve_process
+
 LISTED = "https://www.example.com"
 UNLISTED = "http://127.0.0.1:8000"
 
@@ -33,22 +32,13 @@ def _preflight(url: str, origin: str) -> int:
 
 @pytest.mark.slow
 def test_serve_names_its_origins_and_logs_the_preflight_it_refuses(knowledge_dir: Path) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "chatguard", "serve", "--port", "0",
-         "--knowledge", str(knowledge_dir), "--site-origin", "HTTPS://www.Example.com/"],
-        cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        url = line.split()[line.split().index("on") + 1]
+    with serve_process(
+        "--knowledge", str(knowledge_dir), "--site-origin", "HTTPS://www.Example.com/"
+    ) as (process, url):
         assert _preflight(url, UNLISTED) == 204  # answered, without Allow-Origin
         assert _preflight(url, LISTED) == 204
         process.send_signal(signal.SIGINT)
         _out, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
     lines = err.splitlines()
     assert origins_line((LISTED,)) in lines, err
     refused = [line for line in lines if "refused a page on" in line]
