@@ -45,6 +45,7 @@ EMBEDDER = HashingEmbedder(1024)
 POLICY = replace(IndexPolicy.from_context(), permalinks="pretty")
 CONDITIONS = ("no page", "unrelated long page", "home page", "the page itself")
 TARGET_GAP = 0.03
+TARGET_QUOTED, TARGET_LINKED = 0.70, 0.85
 PRIORS = (0.0, 0.05, 0.15)
 
 
@@ -141,6 +142,18 @@ def about_page_rate(kb: Knowledge, pages: Sequence[str]) -> float:
     return sum(hits) / len(hits)
 
 
+def degraded_rates(kb: Knowledge, qs: quality.QuestionSet) -> tuple[float, float]:
+    """(the quoted section's page is the expected one, it or one of its "also see" links
+    is), over the set, as S7 ranks without the local model (the lexical part alone)."""
+    quoted = linked = 0
+    for q in qs.questions:
+        found = retrieval.degraded_choice(kb, quality.question_query(q))
+        pages = [found.chunk.page, *found.also] if found else []
+        quoted += pages[:1] == [q["page"]]
+        linked += q["page"] in pages
+    return quoted / len(qs.questions), linked / len(qs.questions)
+
+
 def site_report(kb: Knowledge, qs: quality.QuestionSet) -> dict[str, Any]:
     chosen = retrieval.CURRENT_PAGE_WEIGHT
     variants: dict[str, dict[str, float]] = {
@@ -155,6 +168,7 @@ def site_report(kb: Knowledge, qs: quality.QuestionSet) -> dict[str, Any]:
     return {
         "variants": variants,
         "about_page": about_page_rate(kb, long_pages),
+        "degraded": degraded_rates(kb, qs),
         "questions": len(qs.questions),
         "pages": len(kb.pages),
         "chunks": len(kb.chunks),
@@ -164,6 +178,7 @@ def site_report(kb: Knowledge, qs: quality.QuestionSet) -> dict[str, Any]:
 def site_table(site: RealSite, corpus: corpora.Corpus, found: dict[str, Any]) -> list[str]:
     chosen = next(iter(found["variants"].values()))
     gap = worst_gap(chosen)
+    quoted, linked = found["degraded"]
     return [
         f"**{corpus.name}, {corpus.version}** ({site.generator}; {found['pages']} pages, "
         f"{found['chunks']} chunks; `tests/data/{site.questions.name}`, "
@@ -180,6 +195,11 @@ def site_table(site: RealSite, corpus: corpora.Corpus, found: dict[str, Any]) ->
         f"- chosen policy, worst gap to no page: {gap:.3f} (target <= {TARGET_GAP}: "
         f"{'met' if gap <= TARGET_GAP else 'NOT met'}); \"Summarise this page\" asked on each of "
         f"the 10 longest pages cites that page first: {found['about_page']:.2f}",
+        f"- degraded answer (S7, lexical ranking: no embedding), the quoted section's page "
+        f"is the expected one: {quoted:.2f} (target >= {TARGET_QUOTED}: "
+        f"{'met' if quoted >= TARGET_QUOTED else 'NOT met'}); it or one of its two \"also "
+        f"see\" links: {linked:.2f} (target >= {TARGET_LINKED}: "
+        f"{'met' if linked >= TARGET_LINKED else 'NOT met'})",
     ]  # fmt: skip
 
 

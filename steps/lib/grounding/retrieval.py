@@ -323,6 +323,15 @@ def ground(
     )
 
 
+ALSO_PAGES = 2  # other pages a degraded answer links ("also see"), ranked next
+
+
+@dataclass(frozen=True, slots=True)
+class Degraded:
+    chunk: Chunk  # the section quoted verbatim
+    also: tuple[str, ...]  # up to ALSO_PAGES other pages, best first
+
+
 def degraded_answer(
     kb: Knowledge,
     query: Query | str,
@@ -330,15 +339,29 @@ def degraded_answer(
     page: str | None = None,
     query_vector: np.ndarray | None = None,
 ) -> Chunk | None:
-    """The best match for a degraded answer, or None when the message has no content term
-    or no chunk shares a term with the query.
+    """The section a degraded answer quotes (`degraded_choice`'s chunk), or None."""
+    found = degraded_choice(kb, query, page=page, query_vector=query_vector)
+    return None if found is None else found.chunk
+
+
+def degraded_choice(
+    kb: Knowledge,
+    query: Query | str,
+    *,
+    page: str | None = None,
+    query_vector: np.ndarray | None = None,
+) -> Degraded | None:
+    """The best match for a degraded answer and the next pages to link, or None when the
+    message has no content term or no chunk shares a term with the query.
 
     It never pays for an embedding: degraded mode runs when the budget is spent. Without
     ``query_vector`` it ranks by the hybrid's lexical part (chunk + page BM25): the page
     part makes the page that discusses the question beat a glossary that merely mentions
     its terms. With the local model's ``query_vector`` (computed on this CPU, at no model
     cost) it ranks by the same hybrid score as S4, cosine included. Exact ties go to the
-    visitor's current page, then to document order.
+    visitor's current page, then to document order. The "also see" pages are the next
+    pages by their best chunk that share a term with the query: a visitor whose answer is
+    on the second page still gets there in one click.
     """
     query = as_query(query)
     if query.own_terms == 0:  # only stop words or punctuation: nothing to look for
@@ -349,4 +372,18 @@ def degraded_answer(
     total = lexical if query_vector is None else scores(kb, query_vector, query)
     best = np.flatnonzero(total == total.max()).tolist()
     current = set(kb.page_chunks(page))
-    return kb.chunks[min(best, key=lambda index: (index not in current, index))]
+    chunk = kb.chunks[min(best, key=lambda index: (index not in current, index))]
+    also: list[str] = []
+    for index in order(np.where(lexical > 0, total, -np.inf)).tolist():
+        if lexical[index] <= 0 or len(also) == ALSO_PAGES:
+            break
+        found = kb.chunks[index].page
+        if found != chunk.page and found not in also:
+            also.append(found)
+    return Degraded(chunk, tuple(also))
+
+
+def page_title(kb: Knowledge, page: str) -> str:
+    """The first part of the heading trail of the page's first chunk: its title."""
+    chunks = kb.page_chunks(page)
+    return kb.chunks[chunks[0]].heading.split(" > ")[0] if chunks else page
