@@ -175,8 +175,9 @@ def summary(report: BuildReport) -> str:
     ]
     if report.utility:  # said once, with the way to keep them
         skipped.append(
-            f"{len(report.utility)} utility pages left out (indexes, search, 404, redirects; "
-            f"--keep-utility-pages keeps them): {_few(report.utility)}"
+            f"{len(report.utility)} utility pages left out: {_few(report.utility)}, "
+            "as a site's indexes, search, 404 and redirect pages are; --keep-utility-pages "
+            "keeps them"
         )
     note = f" ({'; '.join(skipped)})" if skipped else ""
     return (
