@@ -557,7 +557,7 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
         SAVED.parent.mkdir(parents=True, exist_ok=True)
         SAVED.write_text(json.dumps({"layouts": layouts, "start_cpu": start_cpu}), encoding="utf-8")
-    save_model(layouts, start_cpu)
+        save_model(layouts, start_cpu)  # a re-render keeps the figures as they were measured
     body = render(layouts, start_cpu)
     print(body)
     report.write_section("cold", "Cold path", body)
