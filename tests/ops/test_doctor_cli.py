@@ -149,6 +149,9 @@ def stubbed(monkeypatch: pytest.MonkeyPatch):
         return clients[key]
 
     monkeypatch.setattr(Aws, "client", client)
+    # The account's stand-in has credentials: doctor refuses before any check without them.
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
     for service, region in [
         ("cloudformation", acct.REGION), ("lambda", acct.REGION), ("dynamodb", acct.REGION),
         ("bedrock-runtime", acct.REGION), ("cloudfront", "us-east-1"), ("wafv2", "us-east-1"),
