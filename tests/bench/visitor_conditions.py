@@ -12,12 +12,12 @@ Each site is indexed twice, by the hashing stand-in and by the local model (Mini
 default embedder), and S4 ranks beside each as it would in a run. Measured for the chosen
 policy (steps/lib/grounding/selection.py) and, on the same harness, for the policy it
 replaced (the current page first, in page order, until the
-budget is full) and for other current-page priors. The sets: Requests's docs (Sphinx) and
-MkDocs's docs (MkDocs), both built HTML from Debian's *-doc packages, and npm's docs
-(Markdown shipped in the npm package); questions written from the pages before any was
-asked. The degraded answer (S7) is measured on the same indexes: the quoted section's page,
-and that page or one of its two "also see" links. The section replaces only
-`bench:visitor` in docs/benchmarks.md.
+budget is full) and for other current-page priors. The sets: Requests's docs (Sphinx),
+MkDocs's docs (MkDocs) and LMDB's C API (Doxygen), built HTML from Debian's *-doc
+packages, and npm's docs (Markdown shipped in the npm package); questions written from
+the pages before any was asked. The degraded answer (S7) is measured on the same indexes:
+the quoted section's page, and that page or one of its two "also see" links. The section
+replaces only `bench:visitor` in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ POLICY = replace(IndexPolicy.from_context(), permalinks="pretty")
 CONDITIONS = ("no page", "unrelated long page", "home page", "the page itself")
 TARGET_GAP = 0.03
 TARGET_QUOTED, TARGET_LINKED = 0.70, 0.85
-PRIORS = (0.0, 0.05, 0.15)
+PRIORS = (0.0, 0.02, 0.03, 0.05, 0.15)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +81,15 @@ SITES = (
             "MkDocs documentation (Debian mkdocs-doc)",
         ),
         DATA / "mkdocs_questions.json",
+    ),
+    RealSite(
+        "lmdb",
+        "Doxygen",
+        lambda dest: corpora.debian_doc_site(
+            "lmdb-doc", "usr/share/doc/lmdb-doc/html", dest,
+            "LMDB C API documentation (Debian lmdb-doc)",
+        ),
+        DATA / "lmdb_questions.json",
     ),
     RealSite("npm", "Markdown (npm's docs/content)", corpora.npm_docs, DATA / "npm_questions.json"),
 )  # fmt: skip
