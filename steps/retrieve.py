@@ -71,12 +71,16 @@ def before_embedding(event: dict[str, Any]) -> None:
 
 
 def _sources(chunks: list[Any], ranked_ids: list[str]) -> list[dict[str, str]]:
-    """The grounding chunks that ranked among the top matches, best first.
+    """The grounding chunks that ranked among the top matches, best first, each with the
+    anchor its page gives the section ("" when it gives none: the link is to the page).
 
     The current page's other sections are grounding (the visitor is reading that page) but
     not what the answer is about, so they are cited only when nothing that ranked fit.
     """
+    from steps.lib.grounding.knowledge import link_anchor  # loaded by the handler already
+
     rank = {chunk_id: n for n, chunk_id in enumerate(ranked_ids)}
     cited = sorted((c for c in chunks if c.id in rank), key=lambda c: rank[c.id]) or chunks
-    unique = dict.fromkeys((c.page, c.heading) for c in cited)
-    return [{"page": page, "heading": heading} for page, heading in unique]
+    # The anchor the page gives the section ("" for none), which the widget links to.
+    unique = dict.fromkeys((c.page, c.heading, link_anchor(c.id)) for c in cited)
+    return [{"page": page, "heading": heading, "anchor": a} for page, heading, a in unique]
