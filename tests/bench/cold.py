@@ -40,7 +40,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from infra import bundling, cold_model
+from infra import bundling, cold_model, runtime_sdk
 from steps.lib.grounding.knowledge import bedrock_embedder_id
 from steps.lib.money import pricing
 from steps.lib.runtime.settings import Settings, cdk_context
@@ -445,6 +445,8 @@ def render(layouts: dict[str, Figures], start_cpu: float) -> str:
         "|---|---:|---:|",
         *lever_rows(layouts, configured),
         "",
+        *assumptions(),
+        "",
         "**Lambda cost of the six answered steps, per month** (30 days; arm64 us-east-1: "
         f"${GB_SECOND_USD:.10f} per GB-second, $0.20 per million requests, "
         "[Lambda pricing](https://aws.amazon.com/lambda/pricing/); INIT billed like the "
@@ -491,6 +493,49 @@ def render(layouts: dict[str, Figures], start_cpu: float) -> str:
         "retry jitter should come from an unseeded source at invocation time).",
     ]
     return "\n".join(lines)
+
+
+def assumptions() -> list[str]:
+    """The model's figures that no AWS page gives, each with what `chatguard doctor --cold`
+    measures on the deployed stack in its place (docs/operating.md, "Cold check")."""
+    rows = [
+        (f"START = {START_S * 1000:.0f} ms per cold step (sandbox, runtime start)",
+         "each step's `Init Duration` (REPORT line) against the model's INIT"),
+        ("this machine's CPU seconds stand for Graviton's at the same vCPU share, and INIT "
+         "gets no more CPU than the memory share",
+         "each step's `Init Duration` against the model's INIT"),
+        ("the runtime's botocore is >= "
+         + ".".join(map(str, runtime_sdk.RUNTIME_BOTOCORE_FLOOR))
+         + " and carries bytecode (the bench gives its stand-in bytecode)",
+         "the gate steps' `Init Duration` (botocore compiled at INIT would add about "
+         f"{vendored_gap():.0f} ms each); synthesis refuses a step whose calls need newer"),
+        (f"RTT = {RTT_S * 1000:.0f} ms per AWS call in the Region",
+         "each step's `Duration` against its modelled first invocation"),
+        (f"TRANSITION = {TRANSITION_S * 1000:.0f} ms per state entered",
+         "the whole message's time against the sum of the steps' INIT and `Duration`"),
+        (f"Titan's query embedding takes {cold_model.EMBEDDING_WAIT_S * 1000:.0f} ms "
+         "(budget check only)", "S4's `Duration`"),
+    ]  # fmt: skip
+    return [
+        "**Assumptions** (no AWS page gives these figures; `chatguard doctor --cold` measures "
+        "the deployed stack's in their place):",
+        "",
+        "| assumed | measured in its place by `doctor --cold` |",
+        "|---|---|",
+        *(f"| {assumed} | {measured} |" for assumed, measured in rows),
+    ]
+
+
+def vendored_gap() -> float:
+    """Median extra import CPU (ms) of a gate step compiling its own botocore (last run)."""
+    layouts = json.loads(SAVED.read_text(encoding="utf-8"))["layouts"] if SAVED.exists() else {}
+    if not layouts:
+        return 0.0
+    gaps = [
+        layouts["vendored"][s]["source"]["import"] - layouts["shipped"][s]["source"]["import"]
+        for s in ("OriginVerify", "Quota", "CostGate", "Reconcile")
+    ]
+    return statistics.median(gaps) * 1000
 
 
 LEVERS = {

@@ -7,7 +7,7 @@ what sits behind them can change without touching a handler:
   decision, visitor hash, cost in micro-USD, ms). Fields are sanitised here, so a careless
   call cannot log an IP, a secret or a whole event.
 - Powertools Metrics: EMF, namespace ``Chatguard``, one metric per decision (METRICS below).
-- X-Ray through aws-xray-sdk: botocore patched, one subsegment per step with the
+- X-Ray (trace_segments.py, without the X-Ray SDK): one subsegment per step with the
   annotations ``step`` and ``decision`` (filterable) and the cost fields as metadata.
 
 On Lambda, ``instrumented`` builds the backend (Powertools, the X-Ray patch) when the

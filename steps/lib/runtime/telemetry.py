@@ -1,9 +1,10 @@
 """The machinery behind steps/lib/runtime/observability.py: Powertools Logger and Metrics, X-Ray.
 
-This module itself is light: Powertools and the X-Ray SDK are imported only when
+This module itself is light: Powertools and the X-Ray tracer are loaded only when
 observability builds the ``Backend`` (at a handler's import on Lambda, in the INIT phase;
-at the first invocation offline). On Lambda: JSON logs and EMF on stdout, X-Ray with botocore
-patched. Offline: logs on stderr, metrics kept in memory (``LocalSink``), no X-Ray.
+at the first invocation offline). On Lambda: JSON logs and EMF on stdout, X-Ray subsegments
+for each step and each AWS call (trace_segments.py, no X-Ray SDK). Offline: logs on stderr,
+metrics kept in memory (``LocalSink``), no X-Ray.
 """
 
 from __future__ import annotations
@@ -75,12 +76,14 @@ class Backend:
 
     @staticmethod
     def _xray() -> Any:
-        from aws_xray_sdk.core import patch, xray_recorder
+        # Subsegments written by hand (trace_segments.py), not the X-Ray SDK: its import and
+        # botocore patch cost a cold start more than the few fields we send.
+        from .trace_segments import Daemon, Tracer, trace_botocore
 
-        # Never let a missing segment (e.g. a test outside Lambda) raise inside a step.
-        xray_recorder.configure(context_missing="IGNORE_ERROR")
-        patch(("botocore",))  # every AWS call becomes a timed subsegment of its step
-        return xray_recorder
+        daemon = Daemon(os.environ.get("AWS_XRAY_DAEMON_ADDRESS") or "127.0.0.1:2000")
+        tracer = Tracer(daemon.send)
+        trace_botocore(tracer)  # every AWS call becomes a timed subsegment of its step
+        return tracer
 
     def started(self, step: str, request_id: str | None) -> None:
         self.logger.info("in", extra={"step": step, "request_id": request_id})
