@@ -5,10 +5,11 @@ asks the deployed account one question the stack's design depends on, with the o
 credentials, and prints one line (PASS / FAIL / CANNOT TEST with why / NOT APPLICABLE) and,
 when not passed, the fix in one line. Exit 1 on any FAIL.
 
-The checks live by role in doctor_bedrock.py, doctor_alarm.py, doctor_waf.py and
-doctor_account.py, each a small function over injected clients (tested with Stubber);
-what they are told about the stack comes from deployed.py. This module only runs them in
-order, turns an AWS refusal of the operator's own read into CANNOT TEST, and renders.
+The checks live by role in doctor_bedrock.py, doctor_alarm.py, doctor_subscribers.py,
+doctor_waf.py and doctor_account.py, each a small function over injected clients (tested
+with Stubber); what they are told about the stack comes from deployed.py. This module only
+runs them in order, turns an AWS refusal of the operator's own read into CANNOT TEST, and
+renders.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .doctor_account import BUDGET_NAME, LEDGER_NAME, budget_strings_billed, led
 from .doctor_alarm import alarm_reaches_topic
 from .doctor_cli import SPEND_NOTICE
 from .doctor_result import Check, cannot_test
+from .doctor_subscribers import topic_tells_a_person
 from .doctor_waf import NAME as WAF_NAME
 from .doctor_waf import waf_blocks_answer_json
 
@@ -72,6 +74,8 @@ def run(
         (BUDGET_NAME, lambda: _budget(aws, chat)),
         (_alarm_name(chat.stack), lambda: _chat_alarm(aws, chat, sleep)),
         (_alarm_name(edge_stack), lambda: _edge_alarm(aws, edge_stack, sleep)),
+        (_people_name(chat.stack), lambda: _chat_people(aws, chat)),
+        (_people_name(edge_stack), lambda: _edge_people(aws, edge_stack)),
     ]
     for name, check in checks:
         yield guarded(name, check)
@@ -121,6 +125,26 @@ def _edge_alarm(aws: Aws, edge_stack: str, sleep: Callable[[float], None]) -> Ch
     alarms = deployed.physical_ids(resources, "AWS::CloudWatch::Alarm")
     cloudwatch = aws.client("cloudwatch", region=deployed.EDGE_REGION)
     return alarm_reaches_topic(cloudwatch, alarms, name=_alarm_name(edge_stack), sleep=sleep)
+
+
+def _people_name(stack: str) -> str:
+    return f"a person is subscribed to the alert topic ({stack})"
+
+
+def _chat_people(aws: Aws, chat: deployed.Deployed) -> Check:
+    topic = find_output(chat.outputs, "AlertTopicArn")
+    if not topic:
+        raise OpsError(f"stack {chat.stack!r} has no output AlertTopicArn")
+    sns = aws.client("sns", region=chat.region)
+    return topic_tells_a_person(sns, topic, name=_people_name(chat.stack))
+
+
+def _edge_people(aws: Aws, edge_stack: str) -> Check:
+    cloudformation = aws.client("cloudformation", region=deployed.EDGE_REGION)
+    resources = deployed.stack_resources(cloudformation, edge_stack)
+    (topic,) = deployed.physical_ids(resources, "AWS::SNS::Topic")  # a topic's id is its ARN
+    sns = aws.client("sns", region=deployed.EDGE_REGION)
+    return topic_tells_a_person(sns, topic, name=_people_name(edge_stack))
 
 
 WIDTH = len("NOT APPLICABLE")

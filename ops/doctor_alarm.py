@@ -47,8 +47,8 @@ def action_verdict(name: str, alarm: str, items: Sequence[dict[str, Any]]) -> Ch
         return failed(
             name,
             f"alarm {alarm}: {failures[0]['HistorySummary']}",
-            "let cloudwatch.amazonaws.com publish to the topic (topic policy, aws:SourceAccount"
-            f" and aws:SourceArn), then deploy: {KNOWLEDGE_CENTER}",
+            "let cloudwatch.amazonaws.com publish to the topic (topic policy, ArnLike on"
+            f" aws:SourceArn as AWS's example), then deploy: {KNOWLEDGE_CENTER}",
         )
     if items:
         return passed(name, f"alarm {alarm}: {items[0].get('HistorySummary', 'action ran')}")

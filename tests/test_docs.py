@@ -167,8 +167,9 @@ def test_the_idle_cost_table_adds_up_and_names_the_worst_month() -> None:
         (cells[1].strip(), cells[2].strip())
         for cells in (line.split("|") for line in section.splitlines() if line.startswith("| "))
     )
-    waf = _money(rows["WAF web ACL + 2 rules"])
-    assert waf == 5.00 + 2 * 1.00
+    # Two counting rules, two blocks; each listed origin adds two (infra/blocks/edge_firewall.py).
+    waf = _money(rows["WAF web ACL + 4 rules"])
+    assert waf == 5.00 + 4 * 1.00
     alarms_row = next(k for k in rows if k.startswith("CloudWatch alarms"))
     count = int(re.search(r"\((\d+) standard alarms\)", alarms_row).group(1))  # type: ignore[union-attr]
     free = int(re.search(r"beyond the (\d+) the free tier", rows[alarms_row]).group(1))  # type: ignore[union-attr]
