@@ -241,6 +241,8 @@ def pip_command(requirements: tuple[str, ...], target: Path) -> list[str]:
 
 
 def _pip_install(requirements: tuple[str, ...], target: Path) -> None:
+    if not requirements:  # the gate steps ship steps/ alone
+        return
     result = subprocess.run(
         pip_command(requirements, target), capture_output=True, text=True, check=False
     )
