@@ -11,7 +11,7 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from infra import cold_model
-from ops import doctor_cold
+from ops.doctor import cold as doctor_cold
 
 FUNCTIONS = {"Quota": "chatguard-Quota", "Invoke": "chatguard-Invoke"}
 START = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
