@@ -30,6 +30,8 @@ from .doctor_account import BUDGET_NAME, LEDGER_NAME, budget_strings_billed, led
 from .doctor_alarm import alarm_reaches_topic
 from .doctor_cli import SPEND_NOTICE
 from .doctor_result import Check, cannot_test
+from .doctor_roles import NAME as ROLES_NAME
+from .doctor_roles import Place, needs_of, roles_allow
 from .doctor_subscribers import topic_tells_a_person
 from .doctor_waf import NAME as WAF_NAME
 from .doctor_waf import waf_blocks_answer_json
@@ -66,6 +68,7 @@ def run(
     edge_stack = deployed.edge_stack_name(chat.region)
     checks: list[tuple[str, Callable[[], Check]]] = [
         (LEDGER_NAME, lambda: _ledger(aws, chat)),
+        (ROLES_NAME, lambda: _roles(aws, chat)),
         (bedrock.MODEL, lambda: bedrock.model_answers(runtime, invoke)),
         (bedrock.COUNT, lambda: bedrock.count_tokens_or_bytes(runtime, invoke, metering)),
         (bedrock.GUARDRAIL, lambda: bedrock.guardrail_answers(runtime, invoke)),
@@ -84,6 +87,27 @@ def run(
 def _ledger(aws: Aws, chat: deployed.Deployed) -> Check:
     table = ledger_output(chat.outputs)
     return ledger_matches(aws.client("dynamodb", region=chat.region), table, chat.environments)
+
+
+def _roles(aws: Aws, chat: deployed.Deployed) -> Check:
+    if not chat.roles:
+        raise OpsError(f"stack {chat.stack!r}: no step function reports its role")
+    # arn:<partition>:iam::<account>:role/...: where the deployed resources live.
+    partition, account = next(iter(chat.roles.values())).split(":")[1::3]
+    table = ledger_output(chat.outputs)
+    steps = {state: s for state in chat.environments if (s := chat.settings_of(state))}
+    invoke = steps.get("Invoke")
+    guardrail = invoke.guardrail_id if invoke else ""
+    place = Place(
+        partition,
+        chat.region,
+        account,
+        table_arn=f"arn:{partition}:dynamodb:{chat.region}:{account}:table/{table}",
+        guardrail_arn=f"arn:{partition}:bedrock:{chat.region}:{account}:guardrail/{guardrail}"
+        if guardrail
+        else None,
+    )
+    return roles_allow(aws.client("iam", region=chat.region), chat.roles, needs_of(steps, place))
 
 
 def _embedding(runtime: Any, retrieve: Settings, knowledge_dir: Path) -> Check:

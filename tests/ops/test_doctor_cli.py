@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from botocore.stub import Stubber
+from botocore.stub import ANY, Stubber
 
 from chatguard.cli import main
 from ops.aws import Aws
@@ -21,6 +21,7 @@ STACK = "ChatguardChat"
 EDGE = "ChatguardEdge-eu-west-1"
 TABLE = "ChatguardChat-LedgerTable1A2B-XYZ"
 EDGE_ALARM = "ChatguardEdge-eu-west-1-RateBlocked-XYZ"
+ROLE = f"arn:aws:iam::{acct.ACCOUNT}:role/ChatguardChat-{{step}}Role-XYZ"
 EDGE_TOPIC = f"arn:aws:sns:us-east-1:{acct.ACCOUNT}:ChatguardEdge-eu-west-1-AlertsTopic-XYZ"
 STEPS = ("OriginVerify", "Quota", "CostGate", "Retrieve", "Invoke", "Reconcile", "Degraded")
 ENV = {
@@ -90,12 +91,24 @@ def _account(stubs: dict[tuple[str, str], Stubber], chat_alarm: str) -> None:
         variables = ENV.get(step, {})
         stubs["lambda", acct.REGION].add_response(
             "get_function_configuration",
-            {"Environment": {"Variables": variables}},
+            {"Environment": {"Variables": variables}, "Role": ROLE.format(step=step)},
             {"FunctionName": f"fn-{step}"},
         )
     stubs["dynamodb", acct.REGION].add_response(
         "describe_table", {"Table": {"TableStatus": "ACTIVE"}}, {"TableName": TABLE}
     )
+    for need in _role_needs():
+        result = {"EvalActionName": need.action, "EvalDecision": "allowed"}
+        stubs["iam", acct.REGION].add_response(
+            "simulate_principal_policy",
+            {"EvaluationResults": [result]},
+            {
+                "PolicySourceArn": ROLE.format(step=need.step),
+                "ActionNames": [need.action],
+                "ResourceArns": [need.resource],
+                "ContextEntries": ANY,
+            },
+        )
     runtime = stubs["bedrock-runtime", acct.REGION]
     runtime.add_response("converse", acct.CONVERSE_ANSWER)
     # Haiku 4.5 (the default) is metered by bytes: the catalogue says CountTokens does not
@@ -127,6 +140,16 @@ def _account(stubs: dict[tuple[str, str], Stubber], chat_alarm: str) -> None:
     _subscribed(stubs["sns", us], EDGE_TOPIC)
 
 
+def _role_needs() -> list[Any]:
+    from ops.doctor_roles import Place, needs_of
+    from steps.lib.runtime.settings import Settings
+
+    table = f"arn:aws:dynamodb:{acct.REGION}:{acct.ACCOUNT}:table/{TABLE}"
+    guardrail = f"arn:aws:bedrock:{acct.REGION}:{acct.ACCOUNT}:guardrail/gr-abc123"
+    steps = {step: Settings.from_env(ENV.get(step, {})) for step in STEPS}
+    return needs_of(steps, Place("aws", acct.REGION, acct.ACCOUNT, table, guardrail))
+
+
 def _subscribed(stub: Stubber, topic: str) -> None:
     confirmed = {"SubscriptionArn": f"{topic}:0a1b2c3d", "Protocol": "email", "TopicArn": topic}
     stub.add_response(
@@ -154,7 +177,7 @@ def stubbed(monkeypatch: pytest.MonkeyPatch):
         ("bedrock-runtime", acct.REGION), ("cloudfront", "us-east-1"), ("wafv2", "us-east-1"),
         ("sts", acct.REGION), ("budgets", "us-east-1"), ("ce", "us-east-1"),
         ("cloudwatch", acct.REGION), ("cloudformation", "us-east-1"), ("cloudwatch", "us-east-1"),
-        ("sns", acct.REGION), ("sns", "us-east-1"),
+        ("sns", acct.REGION), ("sns", "us-east-1"), ("iam", acct.REGION),
     ]:  # fmt: skip
         client(Aws(), service, region=region)
     with ExitStack() as stack:
@@ -181,8 +204,8 @@ def test_a_healthy_deployment_passes_every_check(stubbed, tmp_path, capsys):
         stub.assert_no_pending_responses()
     assert code == 0, out
     checks = [line for line in out.splitlines() if line.startswith("PASS")]
-    assert len(checks) == 11, out
-    assert "11 pass" in out and "fix:" not in out
+    assert len(checks) == 12, out
+    assert "12 pass" in out and "fix:" not in out
 
 
 def test_a_topic_that_refuses_cloudwatch_fails_the_run_with_its_fix(stubbed, tmp_path, capsys):
@@ -193,7 +216,7 @@ def test_a_topic_that_refuses_cloudwatch_fails_the_run_with_its_fix(stubbed, tmp
     failing = [line for line in out.splitlines() if line.startswith("FAIL")]
     assert len(failing) == 1 and f"({STACK})" in failing[0] and "not authorized" in failing[0]
     assert "fix: let cloudwatch.amazonaws.com publish to the topic" in out
-    assert "10 pass, 1 fail" in out
+    assert "11 pass, 1 fail" in out
 
 
 def test_a_read_the_operator_may_not_make_cannot_test_and_does_not_fail(stubbed, tmp_path, capsys):
