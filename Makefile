@@ -108,6 +108,7 @@ bench-retrieval: $(STAMP) $(KNOWLEDGE)
 	    --no-install-recommends wordnet-base >/dev/null; }
 	$(BIN)/python -m tests.bench.retrieval
 	$(BIN)/python -m tests.bench.local_model
+	$(BIN)/python -m tests.bench.visitor_conditions
 
 # Indexing speed with the local embedder on Node.js's API docs (Debian's nodejs-doc, fetched
 # with `apt-get download` when not installed) and npm's (docs/benchmarks.md, "Indexing speed").

@@ -16,6 +16,7 @@ from .chunking import chunk_page
 from .pages import Page, parse_page
 from .policy import IndexPolicy, Violation, violations
 from .provenance import page_files, record_site
+from .utility import utility_kind
 
 
 class Embedder(Protocol):
@@ -59,10 +60,12 @@ class BuildReport:
     dimensions: int
     out: Path
     empty: tuple[str, ...] = ()  # page files with no text to index (skipped)
+    utility: tuple[str, ...] = ()  # a generator's utility pages left out (in `excluded` too)
 
 
 def collect(site: Path, policy: IndexPolicy) -> tuple[list[Page], list[str]]:
-    """Every page file under `site` (sorted, so builds are reproducible) minus exclusions."""
+    """Every page file under `site` (sorted, so builds are reproducible) minus exclusions:
+    the policy's globs and, unless it keeps them, a generator's utility pages."""
     if not site.is_dir():
         raise BuildError(f"site directory not found: {site}")
     pages: list[Page] = []
@@ -73,9 +76,13 @@ def collect(site: Path, policy: IndexPolicy) -> tuple[list[Page], list[str]]:
             excluded.append(relative)
             continue
         try:
-            page = parse_page(relative, path.read_text(encoding="utf-8"), policy.permalinks)
+            content = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
             raise BuildError(f"{relative} is not UTF-8 text ({exc.reason})") from exc
+        if not policy.keep_utility_pages and utility_kind(relative, content):
+            excluded.append(relative)  # build() reports these apart: utility_pages()
+            continue
+        page = parse_page(relative, content, policy.permalinks)
         # One page per path as a visitor's browser names it (`/a`, `/a.html`, `/a.htm`):
         # retrieval finds the current page's chunks by that form.
         key = normalise_page(page.path)
@@ -118,4 +125,10 @@ def build(site: Path, out: Path, policy: IndexPolicy, embedder: Embedder) -> Bui
         dimensions=embedder.dimensions,
         out=out,
         empty=tuple(page.source for page in pages if page.source not in indexed),
+        utility=utility_pages(excluded, policy),
     )
+
+
+def utility_pages(excluded: Sequence[str], policy: IndexPolicy) -> tuple[str, ...]:
+    """The pages collect() left out as utility pages: those no exclusion glob names."""
+    return tuple(relative for relative in excluded if not policy.excluded(relative))

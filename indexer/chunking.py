@@ -19,9 +19,13 @@ from dataclasses import dataclass, replace
 from steps.lib.grounding.knowledge import Chunk, chunk_document
 from steps.lib.text.tokens import count_tokens
 
-from .pages import Page
+from .pages import HTML_SUFFIXES, Page
 from .plaintext import inline_text, markdown_to_text
 
+# A chunk's id is "page#anchor". On an HTML page, what follows "~" is not an anchor of the
+# page: a split section's later parts ("#usage~2") or a heading with no id ("#~usage");
+# link_anchor() gives the part a link can use.
+ANCHOR_PART = "~"
 MAX_TOKENS = 400
 MIN_TOKENS = 40
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -33,18 +37,19 @@ class _Piece:
     title: str  # the last heading of the trail, written into text when merged
     level: int
     text: str
+    anchor: str = ""  # the heading's id on an HTML page ("": link by the title's slug)
 
 
 def chunk_page(
     page: Page, *, max_tokens: int = MAX_TOKENS, min_tokens: int = MIN_TOKENS
 ) -> list[Chunk]:
     pieces = [
-        _Piece(piece.heading, piece.title, piece.level, text)
+        _Piece(piece.heading, piece.title, piece.level, text, piece.anchor)
         for piece in _sections(page)
         for text in _split(piece.text, max_tokens)
     ]
     pieces = _merge_tiny(pieces, min_tokens, max_tokens)
-    return _to_chunks(page.path, pieces)
+    return _to_chunks(page.path, pieces, html=page.source.lower().endswith(HTML_SUFFIXES))
 
 
 def _sections(page: Page) -> list[_Piece]:
@@ -59,7 +64,7 @@ def _sections(page: Page) -> list[_Piece]:
             trail[block.level] = title
             names = [trail.get(1, inline_text(page.title))]
             names += [trail[lvl] for lvl in (2, 3) if lvl in trail]
-            current = _Piece(" > ".join(names), title, block.level, "")
+            current = _Piece(" > ".join(names), title, block.level, "", block.anchor)
         else:
             body = block.text if block.level == 0 else "#" * block.level + " " + block.text
             current.text = f"{current.text}\n\n{body}" if current.text else body
@@ -116,6 +121,7 @@ def _merge_tiny(pieces: list[_Piece], min_tokens: int, max_tokens: int) -> list[
                 carry.title,
                 carry.level,
                 f"{carry.text}\n\n{_as_line(piece)}\n\n{piece.text}",
+                carry.anchor,
             )
             carry = None
         if count_tokens(piece.text) >= min_tokens:
@@ -135,19 +141,33 @@ def _as_line(piece: _Piece) -> str:
     return "#" * min(piece.level + 1, 6) + " " + piece.title
 
 
-def _to_chunks(page: str, pieces: list[_Piece]) -> list[Chunk]:
+def _to_chunks(page: str, pieces: list[_Piece], *, html: bool = False) -> list[Chunk]:
     chunks: list[Chunk] = []
     seen: dict[str, int] = {}
     for piece in pieces:
-        anchor = _slug(piece.title) or "top"
+        anchor = _fragment(piece, html)
         seen[anchor] = seen.get(anchor, 0) + 1
         if seen[anchor] > 1:
-            anchor = f"{anchor}-{seen[anchor]}"
+            anchor = f"{anchor}{ANCHOR_PART if html else '-'}{seen[anchor]}"
         text = markdown_to_text(piece.text.strip())  # what visitors read: plain prose
         draft = Chunk(f"{page}#{anchor}", page, piece.heading, text, 0)
         chunks.append(replace(draft, tokens=count_tokens(chunk_document(draft))))
     return chunks
 
 
+def _fragment(piece: _Piece, html: bool) -> str:
+    """A Markdown page's sections are linked by their title's slug (the demo site renders
+    the same ids); an HTML page's by the anchor the page gives the heading, and one it
+    gives none is marked as no anchor ("~slug"), so no link points at an id not there."""
+    if not html:
+        return _slug(piece.title) or "top"
+    return piece.anchor or f"{ANCHOR_PART}{_slug(piece.title) or 'top'}"
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def link_anchor(chunk_id: str) -> str:
+    """The fragment a link to a chunk's section carries: its id's, less a part number."""
+    return chunk_id.partition("#")[2].partition(ANCHOR_PART)[0]

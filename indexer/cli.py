@@ -63,6 +63,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="how your host links a page: file = /posts/waf.html, works on any static host "
         "(S3, CloudFront); pretty = /posts/waf (default: cdk.json, else file)",
     )
+    parser.add_argument(
+        "--keep-utility-pages",
+        action="store_true",
+        default=None,
+        help="also index a generator's utility pages: general and module indexes, search, "
+        "404, redirects (default: cdk.json keep_utility_pages, else left out)",
+    )
     titan = parser.add_argument_group("titan")
     titan.add_argument("--model-id", default=MODEL_ID, help="Titan model (default %(default)s)")
     titan.add_argument("--region", default=None, help="AWS Region of Bedrock for --embedder titan")
@@ -92,6 +99,7 @@ def policy_from(args: argparse.Namespace) -> IndexPolicy:
         tuple(args.exclude) if args.exclude is not None else base.exclude,
         tuple(args.forbidden) if args.forbidden is not None else base.forbidden_terms,
         args.permalinks or base.permalinks,
+        base.keep_utility_pages if args.keep_utility_pages is None else True,
     )
 
 
@@ -159,15 +167,28 @@ def run(args: argparse.Namespace) -> int:
 
 
 def summary(report: BuildReport) -> str:
+    globbed = tuple(name for name in report.excluded if name not in report.utility)
     skipped = [
         f"{len(names)} {what}: {', '.join(names)}"
-        for what, names in (("excluded", report.excluded), ("empty, skipped", report.empty))
+        for what, names in (("excluded", globbed), ("empty, skipped", report.empty))
         if names
     ]
+    if report.utility:  # said once, with the way to keep them
+        skipped.append(
+            f"{len(report.utility)} utility pages left out: {_few(report.utility)}, "
+            "as a site's indexes, search, 404 and redirect pages are; --keep-utility-pages "
+            "keeps them"
+        )
     note = f" ({'; '.join(skipped)})" if skipped else ""
     return (
         f"indexed {report.pages} pages{note} -> {report.chunks} chunks, "
         f"{report.tokens:,} tokens, {report.embedder} x {report.dimensions} -> {shown(report.out)}"
+    )
+
+
+def _few(names: tuple[str, ...], limit: int = 5) -> str:
+    return ", ".join(names[:limit]) + (
+        f", and {len(names) - limit} more" if len(names) > limit else ""
     )
 
 

@@ -1,8 +1,9 @@
 """What may be indexed and how it is linked: exclusion globs, the forbidden-terms check,
-the permalink style.
+the permalink style, whether a generator's utility pages are kept (indexer/utility.py).
 
-All three come from cdk.json context "chatguard/index" (the project's one settings
-source); `chatguard index --exclude/--forbidden/--permalinks` replace them for one run.
+All four come from cdk.json context "chatguard/index" (the project's one settings
+source); `chatguard index --exclude/--forbidden/--permalinks/--keep-utility-pages`
+replace them for one run.
 The forbidden check is deterministic and runs on every chunk that WOULD be indexed,
 before anything is embedded or written: a build that finds a term fails and leaves the
 old artifact alone.
@@ -33,6 +34,7 @@ class IndexPolicy:
     exclude: tuple[str, ...]
     forbidden_terms: tuple[str, ...]
     permalinks: str = "file"  # how the host links a page: indexer.pages.page_path
+    keep_utility_pages: bool = False  # index a generator's index/search/404 pages too
 
     def __post_init__(self) -> None:
         if self.permalinks not in PERMALINKS:
@@ -47,11 +49,19 @@ class IndexPolicy:
             tuple(block.get("exclude", ())),
             tuple(block.get("forbidden_terms", ())),
             str(block.get("permalinks", "file")),
+            _flag(block, "keep_utility_pages"),
         )
 
     def excluded(self, relative: str) -> bool:
         """Globs match the POSIX path inside the site dir; `*` also crosses `/`."""
         return any(fnmatchcase(relative, pattern) for pattern in self.exclude)
+
+
+def _flag(block: dict[str, Any], key: str) -> bool:
+    value = block.get(key, False)
+    if not isinstance(value, bool):
+        raise PolicyError(f"{key} is {value!r}; use true or false")
+    return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,9 +2,17 @@
 
 `chatguard index` records in knowledge.json's header (key ``site``) the site directory's
 name (never a path of the machine that built it), the exclusion globs and permalink
-setting of the build, and every page file it read with a digest of its bytes, plus one
-fingerprint over them all. The runtime in Lambda never reads it; the commands that pair
-an index with a site do:
+setting of the build, and every page file it read with a digest of its text, plus one
+fingerprint over them all.
+
+A page's digest is of what the index makes of it (`text_digest`: its chunks' ids, headings
+and text), not of its bytes: a change a reader cannot see (the widget's embed snippet
+added to every page, a theme's new stylesheet link, re-wrapped markup) leaves the index
+current; a change of words, headings or anchors makes it stale. Records written before
+(``"digests"`` absent) hold byte digests and are compared by bytes.
+
+The runtime in Lambda never reads the record; the commands that pair an index with a
+site do:
 
 - `serve`, `chat` and `demo` refuse a site that is not the one the index was built from
   (`belongs`) and warn when its pages changed since (`Drift`), each with the exact
@@ -13,7 +21,7 @@ an index with a site do:
 
 "Belongs" is a majority rule on page files, not the folder's name, so a site that was
 moved or renamed still pairs with its index: more than half of the pages the index was
-built from are still in the site. Any difference at all in the pages (edited, added,
+built from are still in the site. Any difference in the pages' text (edited, added,
 removed) makes the index stale.
 """
 
@@ -26,15 +34,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .pages import PAGE_SUFFIXES
+from .chunking import chunk_page
+from .pages import PAGE_SUFFIXES, parse_page
 from .policy import IndexPolicy
 
 SITE_KEY = "site"
 _DIGEST_HEX = 16  # 64 bits of SHA-256: tells an edited page from the built one
+TEXT, BYTES = "text", "bytes"  # what a record's page digests are of
 
 
 def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:_DIGEST_HEX]
+
+
+def text_digest(relative: str, data: bytes, permalinks: str = "file") -> str:
+    """The digest of a page's text as the index holds it: each chunk's id (page link and
+    anchor), heading trail and text. A file that is not UTF-8 (the build refuses it) is
+    digested by its bytes."""
+    try:
+        content = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return digest(data)
+    chunks = chunk_page(parse_page(relative, content, permalinks))
+    return digest("".join(f"{c.id}\0{c.heading}\0{c.text}\n" for c in chunks).encode("utf-8"))
 
 
 def page_files(site: Path) -> Iterator[tuple[str, Path]]:
@@ -50,9 +72,10 @@ def page_files(site: Path) -> Iterator[tuple[str, Path]]:
 @dataclass(frozen=True, slots=True)
 class SiteRecord:
     root: str  # the site directory's name, e.g. "site" for examples/site
-    pages: Mapping[str, str]  # page file (relative POSIX path) -> digest of its bytes
+    pages: Mapping[str, str]  # page file (relative POSIX path) -> digest of its text
     exclude: tuple[str, ...]
     permalinks: str
+    digests: str = TEXT  # BYTES in a record written before text digests
 
     @property
     def fingerprint(self) -> str:
@@ -65,6 +88,7 @@ class SiteRecord:
             "fingerprint": self.fingerprint,
             "exclude": list(self.exclude),
             "permalinks": self.permalinks,
+            "digests": self.digests,
             "pages": dict(sorted(self.pages.items())),
         }
 
@@ -74,24 +98,35 @@ class SiteRecord:
         try:
             pages = {str(k): str(v) for k, v in dict(raw["pages"]).items()}
             record = cls(
-                str(raw["root"]), pages, tuple(map(str, raw["exclude"])), str(raw["permalinks"])
+                str(raw["root"]),
+                pages,
+                tuple(map(str, raw["exclude"])),
+                str(raw["permalinks"]),
+                str(raw.get("digests", BYTES)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"its site record is unreadable ({exc})") from exc
         if record.fingerprint != raw.get("fingerprint"):
             raise ValueError("its site record does not match its fingerprint")
+        if record.digests not in (TEXT, BYTES):
+            raise ValueError(f"its site record's digests are of {record.digests!r}")
         return record
 
 
-def record_site(site: Path, policy: IndexPolicy) -> SiteRecord:
-    """The record of `site` as `policy` reads it: every page file not excluded."""
+def record_site(site: Path, policy: IndexPolicy, *, digests: str = TEXT) -> SiteRecord:
+    """The record of `site` as `policy` reads it: every page file not excluded, each
+    digested by its text (or by its bytes, to compare with an older record)."""
     pages = {
-        relative: digest(path.read_bytes())
+        relative: (
+            text_digest(relative, path.read_bytes(), policy.permalinks)
+            if digests == TEXT
+            else digest(path.read_bytes())
+        )
         for relative, path in page_files(site)
         if not policy.excluded(relative)
     }
     name = site.resolve().name or "site"
-    return SiteRecord(name, pages, policy.exclude, policy.permalinks)
+    return SiteRecord(name, pages, policy.exclude, policy.permalinks, digests)
 
 
 def read_record(knowledge: Path) -> SiteRecord | None:
@@ -136,7 +171,8 @@ class Drift:
 
 def drift(record: SiteRecord, site: Path) -> Drift:
     """Compare `site` now with `record`, reading it with the build's own exclusions."""
-    now = record_site(site, IndexPolicy(record.exclude, (), record.permalinks)).pages
+    policy = IndexPolicy(record.exclude, (), record.permalinks)
+    now = record_site(site, policy, digests=record.digests).pages
     shared = record.pages.keys() & now.keys()
     return Drift(
         changed=tuple(sorted(s for s in shared if record.pages[s] != now[s])),

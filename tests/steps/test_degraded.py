@@ -52,3 +52,26 @@ def test_a_spent_day_names_no_release_time(aws):
     event = load_event("degraded") | {"reason": "ceiling", "releasedAt": None}
     body = degraded.handler(event, None)["body"]
     assert "released" not in body["reply"] and "releasedAt" not in body
+
+
+def test_degraded_links_up_to_two_other_pages_with_their_titles(aws):
+    event = load_event("degraded")
+    event["request"]["message"] = "Which rate limit windows and cost ceilings does this site use?"
+    body = degraded.handler(event, None)["body"]
+    assert body["sources"][0]["page"] == "/posts/waf.html"
+    # The other pages that share a term (both here), with the titles of their first heading.
+    assert sorted(body["also"], key=lambda a: a["page"]) == [
+        {"page": "/index.html", "title": "Home"},
+        {"page": "/posts/budgets.html", "title": "Budgets and ceilings"},
+    ]
+
+
+def test_a_page_that_shares_no_term_is_never_linked(aws):
+    body = degraded.handler(load_event("degraded"), None)["body"]
+    assert all(a["page"] != "/posts/budgets.html" for a in body["also"])
+
+
+def test_degraded_without_a_match_links_nothing(aws):
+    event = load_event("degraded")
+    event["request"]["message"] = "zzzz qqqq"
+    assert "also" not in degraded.handler(event, None)["body"]

@@ -1,0 +1,85 @@
+"""The rules of html_reader.py, each on the smallest page that shows it (the real pages are
+in test_real_pages.py)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from indexer.html_reader import HtmlBlock, markdown_literal, read_html
+from indexer.plaintext import markdown_to_text
+
+
+def texts(html: str) -> list[str]:
+    return [b.text for b in read_html(html).blocks]
+
+
+def test_landmark_roles_are_dropped_whatever_the_element() -> None:
+    html = "".join(
+        f'<div role="{role}">{role} chrome</div>'
+        for role in ("navigation", "search", "contentinfo", "banner", "complementary")
+    )
+    assert texts(html + "<p>Body.</p>") == ["Body."]
+
+
+def test_a_header_or_footer_inside_the_content_is_content() -> None:
+    page = (
+        "<header>Site name</header><article><header><h1>Title</h1></header><p>Body.</p>"
+        "<footer>Posted by Ann</footer></article><footer>Copyright</footer>"
+    )
+    blocks = read_html(page).blocks
+    assert blocks[0] == HtmlBlock(1, "Title")
+    assert "Posted by Ann" in blocks[1].text and "Copyright" not in blocks[1].text
+    assert all("Site name" not in b.text for b in blocks)
+
+
+def test_only_the_main_landmark_is_read_when_the_page_marks_one() -> None:
+    page = '<div class="menu">Home About</div><div role="main"><p>Body.</p></div><p>Ad</p>'
+    assert texts(page) == ["Body."]
+    assert texts('<div class="menu">Home About</div><p>Body.</p>') == ["Home About\n\nBody."]
+
+
+def test_heading_anchors_come_from_the_page() -> None:
+    page = (
+        '<h2 id="own">Own id</h2>'
+        '<h2>Permalink<a class="headerlink" href="#link">\u00b6</a></h2>'
+        '<section id="sec"><h2>Section id</h2><p>x</p></section>'
+        '<a id="before"></a><h2>Doxygen</h2>'
+        '<h2><a class="anchor" id="inside"></a>Inside</h2>'
+        "<p>text</p><h2>None</h2>"
+    )
+    headings = [(b.text, b.anchor) for b in read_html(page).blocks if b.level]
+    assert headings == [
+        ("Own id", "own"),
+        ("Permalink", "link"),
+        ("Section id", "sec"),
+        ("Doxygen", "before"),
+        ("Inside", "inside"),
+        ("None", ""),
+    ]
+
+
+def test_an_id_before_text_is_not_taken_by_a_later_heading() -> None:
+    page = '<div id="wrapper"><p>Intro text.</p><h2>Later</h2></div>'
+    assert [b.anchor for b in read_html(page).blocks if b.level] == [""]
+
+
+def test_unclosed_and_stray_tags_do_not_leak_chrome() -> None:
+    page = "<nav><ul><li>Home<li>About</ul></nav></span><p>Body<p>More</div><p>End"
+    assert texts(page) == ["Body\n\nMore\n\nEnd"]
+
+
+def test_the_page_can_be_linked_to_every_id_and_name() -> None:
+    page = '<div id="a"><a name="b"></a><span id="c"></span></div>'
+    assert read_html(page).ids == {"a", "b", "c"}
+
+
+@given(st.text(alphabet=st.characters(codec="ascii", categories=["P", "S", "L", "N"])))
+def test_prose_escaped_for_markdown_reads_back_as_itself(text: str) -> None:
+    """Whatever punctuation a page's prose holds, chunking renders it as the page shows it
+    (a line of text; a leading "- ", "1. " or "+ " is left to Markdown as a list marker)."""
+    line = " ".join(text.split())
+    rendered = markdown_to_text(markdown_literal(line))
+    if not line or line[0] in "-+=0123456789" or set(line) <= set("-=_*"):
+        return  # list markers, setext/thematic lines: deliberately Markdown
+    assert rendered == line
