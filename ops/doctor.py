@@ -29,12 +29,15 @@ from .aws import Aws, OpsError, find_output, ledger_output, model_budget_name
 from .doctor_account import BUDGET_NAME, LEDGER_NAME, budget_strings_billed, ledger_matches
 from .doctor_alarm import alarm_reaches_topic
 from .doctor_cli import SPEND_NOTICE
+from .doctor_message import NAME as MESSAGE_NAME
+from .doctor_message import one_real_message, payload
 from .doctor_result import Check, cannot_test
 from .doctor_roles import NAME as ROLES_NAME
 from .doctor_roles import Place, needs_of, roles_allow
 from .doctor_subscribers import topic_tells_a_person
 from .doctor_waf import NAME as WAF_NAME
 from .doctor_waf import waf_blocks_answer_json
+from .http import Reply, request
 
 
 def guarded(name: str, check: Callable[[], Check]) -> Check:
@@ -69,6 +72,7 @@ def run(
     checks: list[tuple[str, Callable[[], Check]]] = [
         (LEDGER_NAME, lambda: _ledger(aws, chat)),
         (ROLES_NAME, lambda: _roles(aws, chat)),
+        (MESSAGE_NAME, lambda: _message(aws, chat, sleep)),
         (bedrock.MODEL, lambda: bedrock.model_answers(runtime, invoke)),
         (bedrock.COUNT, lambda: bedrock.count_tokens_or_bytes(runtime, invoke, metering)),
         (bedrock.GUARDRAIL, lambda: bedrock.guardrail_answers(runtime, invoke)),
@@ -108,6 +112,19 @@ def _roles(aws: Aws, chat: deployed.Deployed) -> Check:
         else None,
     )
     return roles_allow(aws.client("iam", region=chat.region), chat.roles, needs_of(steps, place))
+
+
+def _message(aws: Aws, chat: deployed.Deployed, sleep: Callable[[float], None]) -> Check:
+    site, table = find_output(chat.outputs, "SiteUrl"), ledger_output(chat.outputs)
+    if not site or not table:
+        raise OpsError(f"stack {chat.stack!r} has no output SiteUrl or TableName")
+
+    def send() -> Reply:
+        return request("POST", site.rstrip("/") + "/chat", payload=payload(), timeout=60.0)
+
+    dynamodb = aws.client("dynamodb", region=chat.region)
+    xray = aws.client("xray", region=chat.region)
+    return one_real_message(send, dynamodb=dynamodb, table=table, xray=xray, sleep=sleep)
 
 
 def _embedding(runtime: Any, retrieve: Settings, knowledge_dir: Path) -> Check:

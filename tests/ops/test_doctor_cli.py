@@ -55,6 +55,7 @@ CHAT_RESOURCES = [
     _resource("InvokeAlarmsErrors", "AWS::CloudWatch::Alarm", acct.ALARM),
 ]
 OUTPUTS = {
+    "SiteUrl": "https://d111111abcdef8.cloudfront.net",
     "TableName": TABLE,
     "DistributionId": "E2EXAMPLE",
     "AlertTopicArn": acct.TOPIC,
@@ -97,6 +98,9 @@ def _account(stubs: dict[tuple[str, str], Stubber], chat_alarm: str) -> None:
     stubs["dynamodb", acct.REGION].add_response(
         "describe_table", {"Table": {"TableStatus": "ACTIVE"}}, {"TableName": TABLE}
     )
+    for stub, answer in _real_message():
+        stub_for = stubs[stub, acct.REGION]
+        stub_for.add_response(*answer)
     for need in _role_needs():
         result = {"EvalActionName": need.action, "EvalDecision": "allowed"}
         stubs["iam", acct.REGION].add_response(
@@ -140,6 +144,17 @@ def _account(stubs: dict[tuple[str, str], Stubber], chat_alarm: str) -> None:
     _subscribed(stubs["sns", us], EDGE_TOPIC)
 
 
+def _real_message() -> list[tuple[str, tuple[str, dict[str, Any]]]]:
+    """The ledger's and X-Ray's answers for doctor's one real message (tests/ops/
+    test_doctor_message.py has its cases)."""
+    from .test_doctor_message import DECISIONS, reservation, trace
+
+    return [
+        ("dynamodb", ("update_item", reservation("settled"))),
+        ("xray", ("batch_get_traces", trace(DECISIONS))),
+    ]
+
+
 def _role_needs() -> list[Any]:
     from ops.doctor_roles import Place, needs_of
     from steps.lib.runtime.settings import Settings
@@ -172,12 +187,19 @@ def stubbed(monkeypatch: pytest.MonkeyPatch):
         return clients[key]
 
     monkeypatch.setattr(Aws, "client", client)
+    # The one real message: the site answers as a deployed chat does (no network).
+    from .test_doctor_message import ANSWER
+
+    sent: list[tuple[str, str]] = []
+    monkeypatch.setattr(
+        "ops.doctor.request", lambda method, url, **kw: sent.append((method, url)) or ANSWER
+    )
     for service, region in [
         ("cloudformation", acct.REGION), ("lambda", acct.REGION), ("dynamodb", acct.REGION),
         ("bedrock-runtime", acct.REGION), ("cloudfront", "us-east-1"), ("wafv2", "us-east-1"),
         ("sts", acct.REGION), ("budgets", "us-east-1"), ("ce", "us-east-1"),
         ("cloudwatch", acct.REGION), ("cloudformation", "us-east-1"), ("cloudwatch", "us-east-1"),
-        ("sns", acct.REGION), ("sns", "us-east-1"), ("iam", acct.REGION),
+        ("sns", acct.REGION), ("sns", "us-east-1"), ("iam", acct.REGION), ("xray", acct.REGION),
     ]:  # fmt: skip
         client(Aws(), service, region=region)
     with ExitStack() as stack:
@@ -204,8 +226,8 @@ def test_a_healthy_deployment_passes_every_check(stubbed, tmp_path, capsys):
         stub.assert_no_pending_responses()
     assert code == 0, out
     checks = [line for line in out.splitlines() if line.startswith("PASS")]
-    assert len(checks) == 12, out
-    assert "12 pass" in out and "fix:" not in out
+    assert len(checks) == 13, out
+    assert "13 pass" in out and "fix:" not in out
 
 
 def test_a_topic_that_refuses_cloudwatch_fails_the_run_with_its_fix(stubbed, tmp_path, capsys):
@@ -216,7 +238,7 @@ def test_a_topic_that_refuses_cloudwatch_fails_the_run_with_its_fix(stubbed, tmp
     failing = [line for line in out.splitlines() if line.startswith("FAIL")]
     assert len(failing) == 1 and f"({STACK})" in failing[0] and "not authorized" in failing[0]
     assert "fix: let cloudwatch.amazonaws.com publish to the topic" in out
-    assert "11 pass, 1 fail" in out
+    assert "12 pass, 1 fail" in out
 
 
 def test_a_read_the_operator_may_not_make_cannot_test_and_does_not_fail(stubbed, tmp_path, capsys):
