@@ -31,6 +31,8 @@ from .doctor_alarm import alarm_reaches_topic
 from .doctor_cli import SPEND_NOTICE
 from .doctor_message import NAME as MESSAGE_NAME
 from .doctor_message import one_real_message, payload
+from .doctor_prices import NAME as PRICES_NAME
+from .doctor_prices import charges_no_more
 from .doctor_result import Check, cannot_test
 from .doctor_roles import NAME as ROLES_NAME
 from .doctor_roles import Place, needs_of, roles_allow
@@ -75,6 +77,7 @@ def run(
         (MESSAGE_NAME, lambda: _message(aws, chat, sleep)),
         (bedrock.MODEL, lambda: bedrock.model_answers(runtime, invoke)),
         (bedrock.COUNT, lambda: bedrock.count_tokens_or_bytes(runtime, invoke, metering)),
+        (PRICES_NAME, lambda: _prices(aws, invoke, chat.region)),
         (bedrock.GUARDRAIL, lambda: bedrock.guardrail_answers(runtime, invoke)),
         (bedrock.EMBEDDING, lambda: _embedding(runtime, retrieve, knowledge_dir)),
         (WAF_NAME, lambda: _waf(aws, chat)),
@@ -125,6 +128,11 @@ def _message(aws: Aws, chat: deployed.Deployed, sleep: Callable[[float], None]) 
     dynamodb = aws.client("dynamodb", region=chat.region)
     xray = aws.client("xray", region=chat.region)
     return one_real_message(send, dynamodb=dynamodb, table=table, xray=xray, sleep=sleep)
+
+
+def _prices(aws: Aws, invoke: Settings, region: str) -> Check:
+    # The Price List API answers from us-east-1 (and ap-south-1), for every Region.
+    return charges_no_more(aws.client("pricing", region=deployed.EDGE_REGION), invoke, region)
 
 
 def _embedding(runtime: Any, retrieve: Settings, knowledge_dir: Path) -> Check:

@@ -117,6 +117,10 @@ def _account(stubs: dict[tuple[str, str], Stubber], chat_alarm: str) -> None:
     runtime.add_response("converse", acct.CONVERSE_ANSWER)
     # Haiku 4.5 (the default) is metered by bytes: the catalogue says CountTokens does not
     # answer for it, so doctor passes that check without a call.
+    from .test_doctor_prices import full_list
+
+    prices = {"PriceList": full_list(), "FormatVersion": "aws_v1"}
+    stubs["pricing", us].add_response("get_products", prices)
     runtime.add_response("apply_guardrail", acct.GUARDRAIL_PASSES)
     runtime.add_response("invoke_model", acct.titan_answer(1024))
     config = {**distribution_config("a" * 43), "WebACLId": acct.ACL_ARN}
@@ -200,6 +204,7 @@ def stubbed(monkeypatch: pytest.MonkeyPatch):
         ("sts", acct.REGION), ("budgets", "us-east-1"), ("ce", "us-east-1"),
         ("cloudwatch", acct.REGION), ("cloudformation", "us-east-1"), ("cloudwatch", "us-east-1"),
         ("sns", acct.REGION), ("sns", "us-east-1"), ("iam", acct.REGION), ("xray", acct.REGION),
+        ("pricing", "us-east-1"),
     ]:  # fmt: skip
         client(Aws(), service, region=region)
     with ExitStack() as stack:
@@ -226,8 +231,8 @@ def test_a_healthy_deployment_passes_every_check(stubbed, tmp_path, capsys):
         stub.assert_no_pending_responses()
     assert code == 0, out
     checks = [line for line in out.splitlines() if line.startswith("PASS")]
-    assert len(checks) == 13, out
-    assert "13 pass" in out and "fix:" not in out
+    assert len(checks) == 14, out
+    assert "14 pass" in out and "fix:" not in out
 
 
 def test_a_topic_that_refuses_cloudwatch_fails_the_run_with_its_fix(stubbed, tmp_path, capsys):
@@ -238,7 +243,7 @@ def test_a_topic_that_refuses_cloudwatch_fails_the_run_with_its_fix(stubbed, tmp
     failing = [line for line in out.splitlines() if line.startswith("FAIL")]
     assert len(failing) == 1 and f"({STACK})" in failing[0] and "not authorized" in failing[0]
     assert "fix: let cloudwatch.amazonaws.com publish to the topic" in out
-    assert "12 pass, 1 fail" in out
+    assert "13 pass, 1 fail" in out
 
 
 def test_a_read_the_operator_may_not_make_cannot_test_and_does_not_fail(stubbed, tmp_path, capsys):
