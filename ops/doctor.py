@@ -29,6 +29,8 @@ from .aws import Aws, OpsError, find_output, ledger_output, model_budget_name
 from .doctor_account import BUDGET_NAME, LEDGER_NAME, budget_strings_billed, ledger_matches
 from .doctor_alarm import alarm_reaches_topic
 from .doctor_cli import SPEND_NOTICE
+from .doctor_latency import NAME as LATENCY_NAME
+from .doctor_latency import fits_read_timeout
 from .doctor_message import NAME as MESSAGE_NAME
 from .doctor_message import one_real_message, payload
 from .doctor_prices import NAME as PRICES_NAME
@@ -76,6 +78,7 @@ def run(
         (ROLES_NAME, lambda: _roles(aws, chat)),
         (MESSAGE_NAME, lambda: _message(aws, chat, sleep)),
         (bedrock.MODEL, lambda: bedrock.model_answers(runtime, invoke)),
+        (LATENCY_NAME, lambda: fits_read_timeout(runtime, invoke)),
         (bedrock.COUNT, lambda: bedrock.count_tokens_or_bytes(runtime, invoke, metering)),
         (PRICES_NAME, lambda: _prices(aws, invoke, chat.region)),
         (bedrock.GUARDRAIL, lambda: bedrock.guardrail_answers(runtime, invoke)),

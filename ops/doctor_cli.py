@@ -13,7 +13,8 @@ from typing import Any
 from steps.lib.runtime.settings import DEFAULT_KNOWLEDGE_DIR
 
 SPEND_NOTICE = (
-    "doctor sends one Converse call (maxTokens 1), one ApplyGuardrail of a short probe,\n"
+    "doctor sends one Converse call (maxTokens 1) and one at max_output_tokens (about\n"
+    "USD 0.003 at 512 tokens), one ApplyGuardrail of a short probe,\n"
     "one embedding and a Cost Explorer query (USD 0.01 per request): about USD 0.03 in all,\n"
     "plus one real chat message from this address (marked in the ledger; at most one\n"
     "worst-case reservation, see chatguard spend). It sets one alarm per stack to ALARM for\n"

@@ -115,6 +115,9 @@ def _account(stubs: dict[tuple[str, str], Stubber], chat_alarm: str) -> None:
         )
     runtime = stubs["bedrock-runtime", acct.REGION]
     runtime.add_response("converse", acct.CONVERSE_ANSWER)
+    from .test_doctor_latency import converse_answer
+
+    runtime.add_response("converse", converse_answer(512))  # a full-length reply, timed
     # Haiku 4.5 (the default) is metered by bytes: the catalogue says CountTokens does not
     # answer for it, so doctor passes that check without a call.
     from .test_doctor_prices import full_list
@@ -231,8 +234,8 @@ def test_a_healthy_deployment_passes_every_check(stubbed, tmp_path, capsys):
         stub.assert_no_pending_responses()
     assert code == 0, out
     checks = [line for line in out.splitlines() if line.startswith("PASS")]
-    assert len(checks) == 14, out
-    assert "14 pass" in out and "fix:" not in out
+    assert len(checks) == 15, out
+    assert "15 pass" in out and "fix:" not in out
 
 
 def test_a_topic_that_refuses_cloudwatch_fails_the_run_with_its_fix(stubbed, tmp_path, capsys):
@@ -243,7 +246,7 @@ def test_a_topic_that_refuses_cloudwatch_fails_the_run_with_its_fix(stubbed, tmp
     failing = [line for line in out.splitlines() if line.startswith("FAIL")]
     assert len(failing) == 1 and f"({STACK})" in failing[0] and "not authorized" in failing[0]
     assert "fix: let cloudwatch.amazonaws.com publish to the topic" in out
-    assert "13 pass, 1 fail" in out
+    assert "14 pass, 1 fail" in out
 
 
 def test_a_read_the_operator_may_not_make_cannot_test_and_does_not_fail(stubbed, tmp_path, capsys):
