@@ -153,7 +153,8 @@ def roles_allow(iam: object, roles: Mapping[str, str], needs: Sequence[Need]) ->
             NAME,
             f"{len(refused)} of {len(needs)} calls refused: " + "; ".join(refused),
             "grant the call on the step's role (infra/permissions.py) without a condition "
-            "the request cannot meet, then deploy",
+            "the request cannot meet, then deploy; for a condition on a key no AWS page "
+            "documents for that request, the real-message check shows whether AWS sends it",
         )
     steps = sorted({n.step for n in needs})
     return passed(NAME, f"{len(needs)} calls allowed for {len(steps)} step roles")

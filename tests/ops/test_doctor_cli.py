@@ -307,3 +307,26 @@ def test_a_topic_nobody_confirmed_fails_the_run(stubbed, tmp_path, capsys):
     out = capsys.readouterr().out
     (failing,) = [line for line in out.splitlines() if line.startswith("FAIL")]
     assert f"({EDGE})" in failing and "pending confirmation" in failing
+
+
+def test_a_step_role_refused_by_iam_fails_the_run(stubbed, tmp_path, capsys):
+    # The operator's own Converse passes; the Invoke role's simulated call does not.
+    _account(stubbed, acct.DELIVERED)
+    iam = stubbed["iam", acct.REGION]
+    iam.deactivate()
+    fresh = stubbed["iam", acct.REGION] = Stubber(iam.client)
+    fresh.activate()
+    for need in _role_needs():
+        region_less = need.resource.startswith("arn:aws:bedrock:::")
+        decision = "implicitDeny" if region_less else "allowed"
+        missing = ["bedrock:InferenceProfileArn"] if region_less else []
+        result = {"EvalActionName": need.action, "EvalDecision": decision}
+        fresh.add_response(
+            "simulate_principal_policy",
+            {"EvaluationResults": [{**result, "MissingContextValues": missing}]},
+        )
+    assert main(_doctor(tmp_path)) == 1
+    out = capsys.readouterr().out
+    (failing,) = [line for line in out.splitlines() if line.startswith("FAIL")]
+    assert "each step's role may make its calls" in failing
+    assert "wants bedrock:InferenceProfileArn" in failing
