@@ -18,34 +18,27 @@ from typing import Any
 
 import pytest
 
+from infra import alarm_delivery
 from ops.doctor_roles import Need, Place, needs_of
 from steps.lib.runtime.settings import ENV_PREFIX, Settings
 from steps.lib.runtime.stages import STAGES
 
 pytestmark = pytest.mark.infra
 
-ACCOUNT = "123456789012"
-REGION = "eu-west-1"
+ACCOUNT = alarm_delivery.PSEUDO["AWS::AccountId"]
+REGION = alarm_delivery.PSEUDO["AWS::Region"]
 TABLE = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/ChatguardChat-Ledger-XYZ"
 GUARDRAIL = f"arn:aws:bedrock:{REGION}:{ACCOUNT}:guardrail/gr-abc123"
 PLACE = Place("aws", REGION, ACCOUNT, TABLE, GUARDRAIL)
-PSEUDO = {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT}
 
 
 def render(value: Any, resources: Mapping[str, Any]) -> str | None:
-    """A policy value with the template's tokens replaced as this account would deploy it."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and value.get("Ref") in PSEUDO:
-        return PSEUDO[value["Ref"]]
-    if isinstance(value, dict) and "Fn::Join" in value:
-        sep, parts = value["Fn::Join"]
-        rendered = [render(p, resources) for p in parts]
-        return None if None in rendered else sep.join(r or "" for r in rendered)
+    """A policy value with the template's tokens replaced as this account would deploy it
+    (pseudo parameters and joins as the alarm-delivery walk renders them)."""
     if isinstance(value, dict) and "Fn::GetAtt" in value:
         kind = resources.get(value["Fn::GetAtt"][0], {}).get("Type")
         return {"AWS::DynamoDB::Table": TABLE, "AWS::Bedrock::Guardrail": GUARDRAIL}.get(kind)
-    return None
+    return alarm_delivery._render(value)
 
 
 def listed(value: Any) -> list[Any]:
