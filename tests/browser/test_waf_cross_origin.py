@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, expect
 
-from local.cors import decide
+from local.server.cors import decide
 from tests.infra.waf_model import Request, WebAclModel
 
 from .test_cross_origin import SiteServer

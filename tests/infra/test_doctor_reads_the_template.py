@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from ops.aws import find_output
-from ops.deployed import step_of
-from ops.doctor_waf import non_json_blocks
+from ops.doctor.deployed import step_of
+from ops.doctor.waf import non_json_blocks
 from steps.lib.runtime.stages import STAGES
 
 pytestmark = pytest.mark.infra

@@ -4,7 +4,7 @@ A small offline stand-in for IAM's evaluation of identity policies (not IAM: All
 statements, Action and Resource wildcards, and the condition operators the stack writes;
 ``ForAllValues`` holds on an absent key, as IAM documents:
 https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-single-vs-multi-valued-context-keys.html)
-evaluates every call ops/doctor_roles.py would simulate, with the same context keys, on the
+evaluates every call ops/doctor/roles.py would simulate, with the same context keys, on the
 step roles this stack deploys. It shows what doctor will say on a default deployment: every
 call allowed except the Region-less model ARN of the global profile, whose grant needs
 ``bedrock:InferenceProfileArn``, a key no AWS page documents for that request.
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from infra import alarm_delivery
-from ops.doctor_roles import Need, Place, needs_of
+from ops.doctor.roles import Need, Place, needs_of
 from steps.lib.runtime.settings import ENV_PREFIX, Settings
 from steps.lib.runtime.stages import STAGES
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from local.runtime import LocalRuntime
+from local.engine.runtime import LocalRuntime
 from steps.lib.money import pricing
 from steps.lib.providers import models
 from steps.lib.runtime import clients, secrets

@@ -163,7 +163,7 @@ def _real_message() -> list[tuple[str, tuple[str, dict[str, Any]]]]:
 
 
 def _role_needs() -> list[Any]:
-    from ops.doctor_roles import Place, needs_of
+    from ops.doctor.roles import Place, needs_of
     from steps.lib.runtime.settings import Settings
 
     table = f"arn:aws:dynamodb:{acct.REGION}:{acct.ACCOUNT}:table/{TABLE}"
@@ -199,7 +199,7 @@ def stubbed(monkeypatch: pytest.MonkeyPatch):
 
     sent: list[tuple[str, str]] = []
     monkeypatch.setattr(
-        "ops.doctor.request", lambda method, url, **kw: sent.append((method, url)) or ANSWER
+        "ops.doctor.command.request", lambda method, url, **kw: sent.append((method, url)) or ANSWER
     )
     for service, region in [
         ("cloudformation", acct.REGION), ("lambda", acct.REGION), ("dynamodb", acct.REGION),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from botocore.stub import Stubber
 
-from ops import doctor_latency
+from ops.doctor import latency as doctor_latency
 from steps.lib.runtime.settings import Settings
 
 from . import doctor_accounts as acct

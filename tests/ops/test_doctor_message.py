@@ -9,7 +9,7 @@ from typing import Any
 
 from botocore.stub import Stubber
 
-from ops import doctor_message as dm
+from ops.doctor import message as dm
 from ops.http import Reply
 
 from . import doctor_accounts as acct

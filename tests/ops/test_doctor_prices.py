@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from botocore.stub import Stubber
 
-from ops import doctor_prices
+from ops.doctor import prices as doctor_prices
 from steps.lib.runtime.settings import Settings
 
 from . import doctor_accounts as acct

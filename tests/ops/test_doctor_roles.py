@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from botocore.stub import Stubber
 
-from ops import doctor_roles
-from ops.doctor_roles import Need, Place
+from ops.doctor import roles as doctor_roles
+from ops.doctor.roles import Need, Place
 from steps.lib.runtime.settings import Settings
 
 from . import doctor_accounts as acct

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from botocore.stub import Stubber
 
-from ops import doctor_subscribers
+from ops.doctor import subscribers as doctor_subscribers
 
 from . import doctor_accounts as acct
 
