@@ -100,3 +100,34 @@ def test_a_step_without_a_role_fails() -> None:
     needs = [Need("Quota", "dynamodb:UpdateItem", TABLE_ARN)]
     check = doctor_roles.roles_allow(acct.client("iam", "us-east-1"), {}, needs)
     assert check.outcome == "FAIL" and "no role found" in check.detail
+
+
+def test_an_undocumented_key_is_settled_by_the_real_message() -> None:
+    # The same refusal on the Region-less ARN: the real message reached the model with
+    # these roles, so Bedrock met the condition; said in the line, not hidden.
+    needs = doctor_roles.needs_of(STEPS, PLACE)
+    iam = acct.client("iam", "us-east-1")
+    with Stubber(iam) as stub:
+        for need in needs:
+            missing = ["bedrock:InferenceProfileArn"] if need.resource == REGION_LESS else []
+            decision = "implicitDeny" if missing else "allowed"
+            stub.add_response("simulate_principal_policy", simulated(decision, need, missing))
+        check = doctor_roles.roles_allow(iam, ROLES, needs, went_through=True)
+    assert check.outcome == "PASS"
+    assert "the real message reached the model" in check.detail and REGION_LESS in check.detail
+
+
+def test_a_documented_call_refused_fails_even_after_the_real_message() -> None:
+    def decide(need: Need) -> dict:
+        deny = need.step == "Reconcile"
+        return simulated(
+            "implicitDeny" if deny else "allowed", need, ["dynamodb:LeadingKeys"] if deny else []
+        )
+
+    needs = doctor_roles.needs_of(STEPS, PLACE)
+    iam = acct.client("iam", "us-east-1")
+    with Stubber(iam) as stub:
+        for need in needs:
+            stub.add_response("simulate_principal_policy", decide(need))
+        check = doctor_roles.roles_allow(iam, ROLES, needs, went_through=True)
+    assert check.outcome == "FAIL" and "Reconcile dynamodb:UpdateItem" in check.detail
