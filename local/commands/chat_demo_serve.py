@@ -429,7 +429,6 @@ def _serve_on(sock: Any, args: argparse.Namespace) -> int:
         print("warning: serving beyond loopback; this server is for local use", file=sys.stderr)
     for line in summary(settings):
         print(line, file=sys.stderr)
-    print(origins_line(allowed), file=sys.stderr)
     with (
         quiet_logs(show_libraries=False, show_steps=args.json_logs),
         message_lines(enabled=not (args.quiet or args.json_logs)),
@@ -441,6 +440,8 @@ def _serve_on(sock: Any, args: argparse.Namespace) -> int:
         )  # fmt: skip
         where = backend_name(runtime)
         print(f"chatguard serving {where} on {server.url} (Ctrl-C to stop)", flush=True)
+        # After the URL line: whatever reads the first URL printed gets the server's.
+        print(origins_line(allowed), file=sys.stderr, flush=True)
         try:
             server.serve_forever()
         except KeyboardInterrupt:
