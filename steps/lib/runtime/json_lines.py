@@ -15,6 +15,7 @@ six steps in a row, for two small formats.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -28,13 +29,18 @@ class Stream(Protocol):
 
 
 class JsonLogger:
-    """One JSON object per line at or above ``level`` (a name in LEVELS; unknown: INFO)."""
+    """One JSON object per line at or above ``level`` (a name in LEVELS; unknown: INFO).
+
+    The level lives on the standard library's logger of the same name, as Powertools kept
+    it, so whoever lowers or raises ``logging.getLogger(service)`` (the local commands'
+    quiet mode) changes what is written without rebuilding the backend."""
 
     def __init__(
         self, *, service: str, level: str, stream: Stream, clock: Callable[[], float] = time.time
     ) -> None:
         self.service, self.stream, self._clock = service, stream, clock
-        self.threshold = LEVELS.get(level.upper(), LEVELS["INFO"])
+        self._levels = logging.getLogger(service)
+        self._levels.setLevel(LEVELS.get(level.upper(), LEVELS["INFO"]))
 
     def info(self, message: str, *, extra: Mapping[str, Any]) -> None:
         self._write("INFO", message, extra)
@@ -43,7 +49,7 @@ class JsonLogger:
         self._write("ERROR", message, extra)
 
     def _write(self, level: str, message: str, extra: Mapping[str, Any]) -> None:
-        if LEVELS[level] < self.threshold:
+        if not self._levels.isEnabledFor(LEVELS[level]):
             return
         stamp = datetime.fromtimestamp(self._clock(), UTC).isoformat(timespec="milliseconds")
         line = {"level": level, "message": message, "service": self.service, "timestamp": stamp}
