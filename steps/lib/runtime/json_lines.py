@@ -15,7 +15,6 @@ six steps in a row, for two small formats.
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -31,16 +30,25 @@ class Stream(Protocol):
 class JsonLogger:
     """One JSON object per line at or above ``level`` (a name in LEVELS; unknown: INFO).
 
-    The level lives on the standard library's logger of the same name, as Powertools kept
-    it, so whoever lowers or raises ``logging.getLogger(service)`` (the local commands'
-    quiet mode) changes what is written without rebuilding the backend."""
+    ``level`` may be a function, asked at every line: the offline runtime keeps one logger
+    per step for the process while a terminal command (chat, serve) hides the steps' lines
+    for its own duration only (local/commands/render.py, quiet_logs)."""
 
     def __init__(
-        self, *, service: str, level: str, stream: Stream, clock: Callable[[], float] = time.time
+        self,
+        *,
+        service: str,
+        level: str | Callable[[], str],
+        stream: Stream,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.service, self.stream, self._clock = service, stream, clock
-        self._levels = logging.getLogger(service)
-        self._levels.setLevel(LEVELS.get(level.upper(), LEVELS["INFO"]))
+        self._level = level
+
+    @property
+    def threshold(self) -> int:
+        level = self._level() if callable(self._level) else self._level
+        return LEVELS.get(level.upper(), LEVELS["INFO"])
 
     def info(self, message: str, *, extra: Mapping[str, Any]) -> None:
         self._write("INFO", message, extra)
@@ -49,7 +57,7 @@ class JsonLogger:
         self._write("ERROR", message, extra)
 
     def _write(self, level: str, message: str, extra: Mapping[str, Any]) -> None:
-        if not self._levels.isEnabledFor(LEVELS[level]):
+        if LEVELS[level] < self.threshold:
             return
         stamp = datetime.fromtimestamp(self._clock(), UTC).isoformat(timespec="milliseconds")
         line = {"level": level, "message": message, "service": self.service, "timestamp": stamp}

@@ -25,21 +25,6 @@ def test_one_json_object_per_line_at_or_above_the_level():
     assert quiet.getvalue() == ""
 
 
-def test_the_level_follows_the_standard_logger_of_the_same_name():
-    # The local commands quiet the steps by the stdlib logger's level, after the backend
-    # was built: the JSON lines must follow it.
-    import logging
-
-    out = io.StringIO()
-    logger = JsonLogger(service="chatguard-test", level="INFO", stream=out)
-    logging.getLogger("chatguard-test").setLevel(logging.CRITICAL)
-    logger.info("in", extra={})
-    assert out.getvalue() == ""
-    logging.getLogger("chatguard-test").setLevel(logging.INFO)
-    logger.info("in", extra={})
-    assert json.loads(out.getvalue())["message"] == "in"
-
-
 def test_an_invocations_metrics_are_one_emf_line_and_then_forgotten():
     out = io.StringIO()
     metrics = EmfMetrics(namespace="Chatguard", service="chatguard", stream=out,
@@ -60,3 +45,16 @@ def test_an_invocations_metrics_are_one_emf_line_and_then_forgotten():
         }],
     }  # fmt: skip
     assert (line["service"], line["ModelCalls"], line["CostMicros"]) == ("chatguard", 1, 2500)
+
+
+def test_a_level_function_is_asked_at_every_line() -> None:
+    """The offline runtime's loggers outlive a terminal command that quiets them for its own
+    duration: the level is read per line, so quieting after the logger was built works."""
+    out = io.StringIO()
+    level = ["INFO"]
+    logger = JsonLogger(service="chatguard", level=lambda: level[0], stream=out)
+    logger.info("shown", extra={})
+    level[0] = "CRITICAL"
+    logger.info("hidden", extra={})
+    logger.error("hidden too", extra={})
+    assert [json.loads(line)["message"] for line in out.getvalue().splitlines()] == ["shown"]
