@@ -236,13 +236,30 @@ def exit_code(checks: Sequence[Check]) -> int:
     return 1 if any(c.outcome == "FAIL" for c in checks) else 0
 
 
+def _credentials_then_region(aws: Aws) -> None:
+    """Refuse before the cost notice, credentials first: without them the Region is not
+    the operator's first problem (a run used to ask for it, then for credentials)."""
+    from botocore.exceptions import NoCredentialsError, NoRegionError
+
+    if aws.session is None:
+        import boto3
+
+        aws.session = boto3.Session(profile_name=aws.profile, region_name=aws.region)
+    if aws.session.get_credentials() is None:
+        raise NoCredentialsError
+    if not (aws.region or aws.session.region_name):
+        raise NoRegionError
+
+
 def command(args: argparse.Namespace) -> int:
     from ops.aws import ops_context
 
     region = args.region or ops_context().get("chat_region") or None
+    aws = Aws(args.profile, region, args.stack)
+    _credentials_then_region(aws)
     print(SPEND_NOTICE, flush=True)
     checks = []
-    for check in run(Aws(args.profile, region, args.stack), knowledge_dir=args.knowledge):
+    for check in run(aws, knowledge_dir=args.knowledge):
         print(render_one(check), flush=True)
         checks.append(check)
     print(summary(checks))

@@ -198,6 +198,9 @@ def stubbed(monkeypatch: pytest.MonkeyPatch):
         return clients[key]
 
     monkeypatch.setattr(Aws, "client", client)
+    # The account's stand-in has credentials: doctor refuses before any check without them.
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
     # The one real message: the site answers as a deployed chat does (no network).
     from .test_doctor_message import ANSWER
 
