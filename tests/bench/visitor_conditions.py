@@ -52,7 +52,7 @@ POLICY = replace(IndexPolicy.from_context(), permalinks="pretty")
 CONDITIONS = ("no page", "unrelated long page", "home page", "the page itself")
 TARGET_GAP = 0.03
 TARGET_QUOTED, TARGET_LINKED = 0.70, 0.85
-PRIORS = (0.0, 0.02, 0.03, 0.05, 0.15)
+PRIORS = (0.0, 0.01, 0.02, 0.03, 0.05, 0.15)
 
 
 @dataclass(frozen=True, slots=True)
