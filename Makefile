@@ -10,13 +10,13 @@ PORT ?= 8787
 PYTEST_ARGS ?=
 
 .PHONY: help venv index run test test-calendar lint typecheck browser velocity synth synth-offline deploy clean
-.PHONY: bench bench-retrieval bench-pipeline bench-reserve bench-server bench-cold bench-flood bench-cli bench-index
+.PHONY: bench bench-retrieval bench-pipeline bench-reserve bench-server bench-cold bench-flood bench-cli bench-index bench-chrome
 
 help:
 	@echo "make run    - set up, build the sample index, serve chat offline on $(HOST):$(PORT)"
 	@echo "make test   - set up (venv, index, Chromium) and run every test"
 	@echo "make index | synth | synth-offline | deploy | lint | test-calendar | clean"
-	@echo "make bench | bench-retrieval | bench-pipeline | bench-reserve | bench-server | bench-cold | bench-flood | bench-cli | bench-index"
+	@echo "make bench | bench-retrieval | bench-pipeline | bench-reserve | bench-server | bench-cold | bench-flood | bench-cli | bench-index | bench-chrome"
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -101,7 +101,7 @@ synth-offline: $(STAMP) $(CDK)
 deploy: synth
 	$(CDK_ENV) $(CDK) deploy --all --app cdk.out --no-notices $(CDK_ARGS)
 
-bench: bench-retrieval bench-pipeline bench-reserve bench-server bench-cold bench-flood bench-cli bench-index
+bench: bench-retrieval bench-pipeline bench-reserve bench-server bench-cold bench-flood bench-cli bench-index bench-chrome
 
 # WordNet (Debian's wordnet-base, as root when missing) is measured there as a vocabulary
 # bridge; the runtime does not use it.
@@ -117,6 +117,11 @@ bench-retrieval: $(STAMP) $(KNOWLEDGE)
 # with `apt-get download` when not installed) and npm's (docs/benchmarks.md, "Indexing speed").
 bench-index: $(STAMP)
 	$(BIN)/python -m tests.bench.index_speed
+
+# Page chrome in the index on real built sites (Debian *-doc packages fetched with
+# `apt-get download`), before and after issue 28 (docs/benchmarks.md, "Page chrome").
+bench-chrome: $(STAMP)
+	$(BIN)/python -m tests.bench.chrome
 
 bench-pipeline: $(STAMP) $(KNOWLEDGE)
 	$(BIN)/python -m tests.bench.pipeline

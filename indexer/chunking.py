@@ -16,16 +16,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from steps.lib.grounding.knowledge import Chunk, chunk_document
+from steps.lib.grounding.knowledge import ANCHOR_PART, Chunk, chunk_document
 from steps.lib.text.tokens import count_tokens
 
 from .pages import HTML_SUFFIXES, Page
 from .plaintext import inline_text, markdown_to_text
 
-# A chunk's id is "page#anchor". On an HTML page, what follows "~" is not an anchor of the
-# page: a split section's later parts ("#usage~2") or a heading with no id ("#~usage");
-# link_anchor() gives the part a link can use.
-ANCHOR_PART = "~"
 MAX_TOKENS = 400
 MIN_TOKENS = 40
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -38,15 +34,16 @@ class _Piece:
     level: int
     text: str
     anchor: str = ""  # the heading's id on an HTML page ("": link by the title's slug)
+    part: int = 0  # 1, 2... for the later parts of a section split for size
 
 
 def chunk_page(
     page: Page, *, max_tokens: int = MAX_TOKENS, min_tokens: int = MIN_TOKENS
 ) -> list[Chunk]:
     pieces = [
-        _Piece(piece.heading, piece.title, piece.level, text, piece.anchor)
+        _Piece(piece.heading, piece.title, piece.level, text, piece.anchor, part)
         for piece in _sections(page)
-        for text in _split(piece.text, max_tokens)
+        for part, text in enumerate(_split(piece.text, max_tokens))
     ]
     pieces = _merge_tiny(pieces, min_tokens, max_tokens)
     return _to_chunks(page.path, pieces, html=page.source.lower().endswith(HTML_SUFFIXES))
@@ -144,11 +141,20 @@ def _as_line(piece: _Piece) -> str:
 def _to_chunks(page: str, pieces: list[_Piece], *, html: bool = False) -> list[Chunk]:
     chunks: list[Chunk] = []
     seen: dict[str, int] = {}
+    latest: dict[str, str] = {}  # a heading's fragment -> that of its latest section
+    used: set[str] = set()
     for piece in pieces:
         anchor = _fragment(piece, html)
-        seen[anchor] = seen.get(anchor, 0) + 1
-        if seen[anchor] > 1:
-            anchor = f"{anchor}{ANCHOR_PART if html else '-'}{seen[anchor]}"
+        if piece.part:  # a later part of a split section: its section's link, numbered
+            anchor = f"{latest.get(anchor, anchor)}{ANCHOR_PART}{piece.part + 1}"
+        else:
+            seen[anchor] = count = seen.get(anchor, 0) + 1
+            # A second heading of the same name: "-2", as the demo site renders its id.
+            suffix = f"{ANCHOR_PART if html else '-'}{count}" if count > 1 else ""
+            anchor = latest[anchor] = anchor + suffix
+        while anchor in used:  # ids are unique whatever the headings are called
+            anchor += ANCHOR_PART
+        used.add(anchor)
         text = markdown_to_text(piece.text.strip())  # what visitors read: plain prose
         draft = Chunk(f"{page}#{anchor}", page, piece.heading, text, 0)
         chunks.append(replace(draft, tokens=count_tokens(chunk_document(draft))))
@@ -166,8 +172,3 @@ def _fragment(piece: _Piece, html: bool) -> str:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-
-
-def link_anchor(chunk_id: str) -> str:
-    """The fragment a link to a chunk's section carries: its id's, less a part number."""
-    return chunk_id.partition("#")[2].partition(ANCHOR_PART)[0]

@@ -69,11 +69,14 @@ def before_embedding(event: dict[str, Any]) -> None:
 
 
 def sources_of(cited: list[Any]) -> list[dict[str, str]]:
-    """The (page, heading) of each cited chunk, best first, once each.
+    """The (page, heading, anchor) of each cited chunk, best first, once each; the anchor
+    is the one the page gives the section ("" when it gives none: the link is to the page).
 
     The selection cites the matches it kept (the current page's other sections are
     grounding, not what the answer is about), or the page itself for a message about it
     (selection.py).
     """
-    unique = dict.fromkeys((c.page, c.heading) for c in cited)
-    return [{"page": page, "heading": heading} for page, heading in unique]
+    from steps.lib.grounding.knowledge import link_anchor  # loaded by the handler already
+
+    unique = dict.fromkeys((c.page, c.heading, link_anchor(c.id)) for c in cited)
+    return [{"page": page, "heading": heading, "anchor": a} for page, heading, a in unique]

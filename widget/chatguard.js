@@ -56,9 +56,11 @@
   }
 
   // A link only to a plain same-site path; anything else (javascript:, //host) stays text.
+  // The anchor is the page's own id for the section, sent by the server; it is encoded, so
+  // it can only ever be a fragment.
   function sourceLink(page, anchor, text) {
     if (!SOURCE_PATTERN.test(page)) return el("span", {}, text);
-    return el("a", { href: page + (anchor ? "#" + anchor : "") }, text);
+    return el("a", { href: page + (anchor ? "#" + encodeURIComponent(anchor) : "") }, text);
   }
 
   function el(tag, attrs, text) {
@@ -85,7 +87,8 @@
     return value.filter(function (s) {
       return s && typeof s.page === "string" && typeof s.heading === "string";
     }).slice(0, 8).map(function (s) {
-      return { page: s.page, heading: s.heading };
+      return { page: s.page, heading: s.heading,
+        anchor: typeof s.anchor === "string" ? s.anchor : null };
     });
   }
 
@@ -440,7 +443,10 @@
         var section = trail.length > 1 ? trail[trail.length - 1] : "";
         if (section && !line.sections[section]) {
           line.li.append(document.createTextNode(Object.keys(line.sections).length ? ", " : ": "));
-          line.li.append(sourceLink(source.page, slug(section), section));
+          // The page's own anchor when the server sends one ("" = the page has none);
+          // a reply without one (an older server) links the section's slug, as before.
+          var anchor = source.anchor === null ? slug(section) : source.anchor;
+          line.li.append(sourceLink(source.page, anchor, section));
           line.sections[section] = true;
         }
       });

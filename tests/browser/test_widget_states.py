@@ -395,3 +395,32 @@ def test_a_degraded_code_block_shows_as_code_and_its_markup_as_text(
 
     # The naive rendering on the same harness: the block as innerHTML runs its markup.
     naive_rendering_runs(page, "pre", code)
+
+
+def test_source_links_carry_the_anchor_the_server_sends(page: Page, chat_server: str) -> None:
+    """A section link goes to the page's own id for it (Doxygen's "Cursors", a Sphinx
+    "jinja2.Environment"), to the page alone when the page has none (""), and to the
+    section's slug only from a server that sends no anchor; an anchor is never markup."""
+    sources = [
+        {"page": "/starting.html", "heading": "LMDB > Cursors", "anchor": "Cursors"},
+        {"page": "/api.html", "heading": "API > Environment", "anchor": "jinja2.Environment"},
+        {"page": "/post.html", "heading": "Post > Welcome", "anchor": ""},
+        {"page": "/old.html", "heading": "Old > Rate rules"},
+        {"page": "/x.html", "heading": "X > Y", "anchor": '"><img src=x onerror=alert(1)>'},
+    ]
+    page.goto(chat_server + "/")
+    widget = Widget(page).open()
+    body = {"reply": "See these sections.", "sources": sources, "sig": ""}
+    page.route("**/chat", fulfil(200, body))
+    reply = widget.ask("Where is it?")
+    links = reply.locator(".sources a")
+    expect(links).to_have_count(10)  # a page link and a section link per source
+    hrefs = [links.nth(i).get_attribute("href") for i in range(10)]
+    assert hrefs[1::2] == [
+        "/starting.html#Cursors",
+        "/api.html#jinja2.Environment",
+        "/post.html",
+        "/old.html#rate-rules",
+        "/x.html#%22%3E%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E",
+    ]
+    assert reply.locator(".sources img").count() == 0

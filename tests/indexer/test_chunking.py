@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from indexer.chunking import chunk_page, paragraphs
 from indexer.pages import parse_page
+from steps.lib.grounding.knowledge import link_anchor
 from steps.lib.text.tokens import count_tokens
 
 PROSE = "Rate limits stop one address from hammering an endpoint. " * 6
@@ -75,3 +76,29 @@ def test_a_tiny_first_section_merges_forward() -> None:
 def test_token_count_covers_heading_and_text() -> None:
     (chunk,) = chunk_page(parse_page("t.md", f"## Heading words\n{PROSE}"))
     assert chunk.tokens == count_tokens(f"{chunk.heading}\n{chunk.text}")
+
+
+def _long(word: str) -> str:
+    return "\n\n".join(f"{word} paragraph {i} " + "filler words here " * 30 for i in range(6))
+
+
+def test_a_split_sections_parts_link_to_the_section() -> None:
+    chunks = chunk_page(parse_page("a.md", f"# Guide\n\n## Usage\n\n{_long('usage')}\n"))
+    ids = [c.id for c in chunks]
+    assert ids[0] == "/a.html#usage" and len(ids) > 1
+    assert ids[1:] == [f"/a.html#usage~{n}" for n in range(2, len(ids) + 1)]
+    assert {link_anchor(i) for i in ids} == {"usage"}
+
+
+def test_a_second_heading_of_a_name_links_as_the_demo_site_renders_it() -> None:
+    body = "## Setup\n\n" + "Alpha text. " * 20 + "\n\n## Setup\n\n" + "Beta text. " * 20
+    ids = [c.id for c in chunk_page(parse_page("a.md", "# A\n\n" + body))]
+    assert ids == ["/a.html#setup", "/a.html#setup-2"]
+    assert [link_anchor(i) for i in ids] == ["setup", "setup-2"]
+
+
+def test_an_html_heading_the_page_gives_no_id_links_to_the_page() -> None:
+    html = "<h1 id='t'>T</h1><p>" + "Text. " * 30 + "</p><h2>No id</h2><p>" + "More. " * 30
+    ids = [c.id for c in chunk_page(parse_page("a.html", html + "</p>"))]
+    assert ids == ["/a.html#t", "/a.html#~no-id"]
+    assert [link_anchor(i) for i in ids] == ["t", ""]

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from indexer.build import collect
-from indexer.chunking import chunk_page, link_anchor
+from indexer.chunking import chunk_page
 from indexer.html_reader import read_html
 from indexer.pages import PAGE_SUFFIXES, parse_page
 from indexer.policy import IndexPolicy
-from steps.lib.grounding.knowledge import Chunk
+from steps.lib.grounding.knowledge import Chunk, link_anchor
 
 REAL_PAGES = Path(__file__).resolve().parents[1] / "data" / "real_pages"
 

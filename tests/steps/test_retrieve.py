@@ -27,10 +27,16 @@ def test_retrieve_cites_the_top_matches_not_every_section_of_the_current_page(aw
                         "page": "/posts/waf"}  # fmt: skip
     out = retrieve.handler(event, None)
     assert "/posts/waf.html" in {g["page"] for g in out["grounding"]}
-    assert out["sources"][0] == {"page": "/posts/budgets.html", "heading": "Budgets and ceilings"}
+    assert out["sources"][0] == {
+        "page": "/posts/budgets.html",
+        "heading": "Budgets and ceilings",
+        "anchor": "budgets-and-ceilings",  # the section's id on the page, for its link
+    }
     # The best match leads the reference, so an answer quotes what it cites first.
     first = out["grounding"][0]
-    assert {"page": first["page"], "heading": first["heading"]} == out["sources"][0]
+    assert {"page": first["page"], "heading": first["heading"]} == {
+        k: out["sources"][0][k] for k in ("page", "heading")
+    }
 
 
 def test_retrieve_fails_closed_without_a_knowledge_artifact(aws, monkeypatch, tmp_path):

@@ -274,6 +274,18 @@ def normalise_page(page: str) -> str:
     return path
 
 
+# A chunk's id is "page#fragment". What follows ANCHOR_PART is not an anchor of the page:
+# a split section's later parts ("#usage~2") and, on an HTML page, a heading the page gives
+# no id ("#~usage"). The indexer writes ids so (indexer/chunking.py); a source link uses
+# link_anchor().
+ANCHOR_PART = "~"
+
+
+def link_anchor(chunk_id: str) -> str:
+    """The fragment a link to a chunk's section carries ("" for the page itself)."""
+    return chunk_id.partition("#")[2].partition(ANCHOR_PART)[0]
+
+
 def chunk_document(chunk: Chunk) -> str:
     """What gets embedded and counted for lexical overlap: the heading trail + text."""
     return f"{chunk.heading}\n{chunk.text}"
