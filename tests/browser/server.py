@@ -15,9 +15,8 @@ from types import TracebackType
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_SECONDS = 90
-# The ready line ("chatguard serving offline on http://127.0.0.1:PORT"), not any URL: the
-# cross-origin hint printed before it names an example origin with another port.
-_URL = re.compile(r"serving .*\bon http://127\.0\.0\.1:(\d+)")
+# The line that says where it serves (the start-up lines also name example origins).
+_URL = re.compile(r"serving offline on http://127\.0\.0\.1:(\d+)")
 
 
 class ServerProcess:
