@@ -85,12 +85,15 @@ $(CDK): package.json package-lock.json
 # Offline: no AWS credentials, no Docker (Lambda wheels come from PyPI via pip, cached in build/).
 # `synth` and `deploy` bundle build/knowledge exactly as the operator built it (README, step 2):
 # they never (re)build the index, so no edit of cdk.json can swap the sample index in, and
-# synthesis refuses an index Retrieve cannot read. `synth-offline` synthesizes around the
-# offline sample index on purpose, into its own directory, marked as a stand-in.
+# synthesis refuses an index Retrieve cannot read. `synth-offline` synthesizes around
+# whatever index is there, marked as a stand-in, into its own directory: it builds the
+# sample index only when there is none, and never replaces one (not even after a cdk.json
+# edit, which is what `make index` would rebuild on), so the operator's own index survives.
 synth: $(STAMP) $(CDK)
 	$(CDK_ENV) $(CDK) synth --quiet --no-notices $(CDK_ARGS)
 
-synth-offline: $(STAMP) $(KNOWLEDGE) $(CDK)
+synth-offline: $(STAMP) $(CDK)
+	@test -f $(KNOWLEDGE) || $(BIN)/chatguard index examples/site --out build/knowledge
 	$(CDK_ENV) $(CDK) synth --quiet --no-notices --output cdk.out.offline \
 	  --context chatguard/stand_in_index=true $(CDK_ARGS)
 
@@ -108,6 +111,7 @@ bench-retrieval: $(STAMP) $(KNOWLEDGE)
 	    --no-install-recommends wordnet-base >/dev/null; }
 	$(BIN)/python -m tests.bench.retrieval
 	$(BIN)/python -m tests.bench.local_model
+	$(BIN)/python -m tests.bench.visitor_conditions
 
 # Indexing speed with the local embedder on Node.js's API docs (Debian's nodejs-doc, fetched
 # with `apt-get download` when not installed) and npm's (docs/benchmarks.md, "Indexing speed").

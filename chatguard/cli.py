@@ -19,7 +19,7 @@ from typing import NoReturn
 # Each module exposes register(subparsers); a subcommand sets `func` via set_defaults.
 # indexer: index; local: chat, demo, serve; ops: spend, mode, rotate, billing-services,
 # traces, trace, enable-model, verify.
-_PROVIDERS = ("indexer.cli", "local.commands", "ops.cli")
+_PROVIDERS = ("indexer.cli", "local.commands.chat_demo_serve", "ops.cli")
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 # Allocations between two collections of the youngest generation (CPython 3.11: 700).

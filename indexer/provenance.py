@@ -16,7 +16,7 @@ site do:
 
 - `serve`, `chat` and `demo` refuse a site that is not the one the index was built from
   (`belongs`) and warn when its pages changed since (`Drift`), each with the exact
-  `chatguard index` command (local/preflight.py);
+  `chatguard index` command (local/commands/preflight.py);
 - `make synth` / `make deploy` refuse a stale index (infra/index_check.py).
 
 "Belongs" is a majority rule on page files, not the folder's name, so a site that was

@@ -8,8 +8,13 @@ its statements allow: CloudWatch then needs an Allow for ``cloudwatch.amazonaws.
 (https://repost.aws/knowledge-center/cloudwatch-receive-sns-for-alarm-trigger).
 
 Conditions are evaluated for a request from one of this account's alarms in the stack's
-Region, sent over TLS (CloudWatch always does). A condition this module cannot evaluate
-counts against delivery: the check errs towards "cannot publish", never towards silence.
+Region, sent over TLS (CloudWatch always does), carrying only the context keys AWS shows
+CloudWatch's publish being matched on: ``aws:SourceArn``, the alarm's ARN (the example
+policies of the knowledge center page above and of
+https://docs.aws.amazon.com/sns/latest/dg/sns-access-policy-use-cases.html). No page we
+found says CloudWatch sends ``aws:SourceAccount``: a condition on it, like any condition
+this module cannot evaluate, counts against delivery. The check errs towards "cannot
+publish", never towards silence.
 """
 
 from __future__ import annotations
@@ -106,8 +111,7 @@ def _names_cloudwatch(principal: object) -> bool:
 
 def _conditions_met(conditions: Mapping[str, Any], source: str) -> bool | None:
     """True or False for the request of an alarm; None when a condition is not understood."""
-    context = {
-        "aws:sourceaccount": PSEUDO["AWS::AccountId"],
+    context = {  # what an alarm's publish is documented to carry (module docstring)
         "aws:sourcearn": source,
         "aws:securetransport": "true",
     }

@@ -40,8 +40,10 @@ import jsii
 from aws_cdk import aws_lambda as lambda_
 
 from indexer.provenance import SiteRecord, read_record
+from infra import runtime_sdk
 from infra.index_check import REBUILD, BuiltIndex
 from steps.lib.grounding.knowledge import ARTIFACT_FILES
+from steps.lib.runtime.stages import Stage
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS_DIR = ROOT / "steps"
@@ -95,8 +97,15 @@ class StepAsset:
                 digest.update(_knowledge_file(name).read_bytes())
         return digest.hexdigest()
 
+    @property
+    def ships_botocore(self) -> bool:
+        """Whether the zip carries its own botocore (else the runtime's is imported)."""
+        return "botocore.txt" in self.requirement_files
 
+
+# Steps left to the runtime's botocore (infra/runtime_sdk.py) ship no SDK at all.
 GATE_ASSET = StepAsset("gate", ("lambda.txt",), with_knowledge=False)
+INVOKE_ASSET = StepAsset("invoke", ("lambda.txt", "botocore.txt"), with_knowledge=False)
 RETRIEVAL_ASSET = StepAsset("retrieval", ("lambda.txt", "numpy.txt"), with_knowledge=True)
 # With `embedder = "local"` the retrieval steps also carry the model and its runtime.
 LOCAL_RETRIEVAL_ASSET = StepAsset(
@@ -106,6 +115,16 @@ LOCAL_RETRIEVAL_ASSET = StepAsset(
 
 def retrieval_asset(embedder: str) -> StepAsset:
     return LOCAL_RETRIEVAL_ASSET if embedder == "local" else RETRIEVAL_ASSET
+
+
+def step_asset(stage: Stage, embedder: str) -> StepAsset:
+    """What ``stage`` ships; refused when the runtime's SDK may lack one of its calls."""
+    if stage.needs_numpy:
+        asset = retrieval_asset(embedder)
+    else:
+        asset = INVOKE_ASSET if runtime_sdk.bundles_botocore(stage.state) else GATE_ASSET
+    runtime_sdk.check(stage.state, ships_botocore=asset.ships_botocore)
+    return asset
 
 
 def step_code(asset: StepAsset) -> lambda_.Code:

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from infra import cold_model
 from statemachine import loader
 from steps.lib.request.cors import OriginError, check_origins
+from steps.lib.runtime import clients
 from steps.lib.runtime.errors import SettingsError
 from steps.lib.runtime.settings import Settings, cdk_context
 from steps.lib.runtime.stages import BY_STATE, STAGES
@@ -142,14 +144,26 @@ def _edge(raw: Mapping[str, Any], settings: Settings) -> EdgeConfig:
         f"{slowest.timeout_seconds} s timeout (origin - 2 s must exceed every step's timeout)",
     )
     # One time budget per run (steps/lib/money/billed_calls.py): every billed call ends
-    # within the ASL's run budget; S6 then settles at its worst (timeout and throttle wait),
-    # with a second for the transitions, before the workflow gives up.
-    settle = BY_STATE["Reconcile"].timeout_seconds + loader.retry_waits("Reconcile") + 1
+    # within the ASL's run budget; S6 then settles at its worst (a cold start from source,
+    # which Lambda runs before and outside the function timeout, then its timeout and
+    # throttle wait), with a second for the transitions, before the workflow gives up.
+    settle = cold_model.settle_worst_seconds()
     _require(
         loader.run_budget_seconds() + settle <= edge.workflow_timeout_seconds,
         f"origin_timeout_seconds {edge.origin_timeout_seconds} leaves the workflow "
         f"{edge.workflow_timeout_seconds} s, less than the run budget of billed calls "
-        f"({loader.run_budget_seconds():g} s) plus the settlement ({settle:g} s)",
+        f"({loader.run_budget_seconds():g} s) plus the settlement ({settle:.2f} s)",
+    )
+    # A cold first message reaches S5 by the model's figures (source only, the slowest
+    # shipping configuration) early enough for the guardrail and Converse at their clients'
+    # worst: otherwise S5 refuses it (NotSent) and the visitor gets a 503.
+    billed = clients.GUARDRAIL.worst + clients.converse_timeouts(settings).worst
+    reach = cold_model.reach_invoke_seconds()
+    _require(
+        reach + billed <= loader.run_budget_seconds(),
+        f"a cold first message reaches S5 {reach:.2f} s into the run (docs/benchmarks.md, "
+        f"Cold path); the guardrail and Converse then need up to {billed:g} s, past the run "
+        f"budget of {loader.run_budget_seconds():g} s: lower bedrock_read_timeout_seconds",
     )
     _require(
         settings.body_max_bytes <= WAF_BODY_INSPECTION_BYTES,

@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ops.doctor import arguments as doctor_cli
 from steps.lib.runtime.settings import edge_context
 
-from . import doctor_cli
 from .aws import (
     DEFAULT_STACK,
     Aws,

@@ -11,7 +11,7 @@ from typing import Any
 from steps.lib.providers.embedder_choice import embedder_kind
 from steps.lib.runtime import init_phase, observability
 from steps.lib.runtime.settings import settings
-from steps.lib.text import prose
+from steps.lib.text import blocks, prose
 
 
 def _load_index() -> None:
@@ -67,19 +67,23 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     # The local model directly, not the billed seam (models.query_embedder): it is no
     # provider call, and degraded mode must make none.
     vector = _local_vector(query) if local else None
-    chunk = retrieval.degraded_answer(kb, query, page=request.get("page"), query_vector=vector)
-    observability.decision("degraded", reason=event.get("reason"), matched=chunk is not None)
+    found = retrieval.degraded_choice(kb, query, page=request.get("page"), query_vector=vector)
+    observability.decision("degraded", reason=event.get("reason"), matched=found is not None)
     released = event.get("releasedAt") if event.get("reason") == "paced" else None
     # A paced day says when more is released (and hands the widget the moment).
     paced = {"releasedAt": released} if released else {}
     note = f"\n\n{PACED.format(time=released[11:16])}" if released else ""
-    if chunk is None:
+    if found is None:
         body = {"reply": NOTHING + note, "degraded": True, "sources": [], **paced}
         return {"statusCode": 200, "body": body}
+    chunk = found.chunk
     # The text is plain already (rendered at index time); the heading trail and page come
-    # once, as the source the widget links, not repeated above the text.
-    # A trailing heading line (the next section's title kept as text) ends nothing.
-    reply = f"{FRAMING}{note}\n\n{prose.without_trailing_headings(chunk.text)}"
-    sources = [{"page": chunk.page, "heading": chunk.heading}]
-    body = {"reply": reply, "degraded": True, "sources": sources, **paced}
-    return {"statusCode": 200, "body": body}
+    # once, as the source the widget links, not repeated above the text. A trailing
+    # heading line (the next section's title kept as text) ends nothing; code blocks come
+    # fenced, so the widget shows them as code (text/blocks.py).
+    text = blocks.with_fences(prose.without_trailing_headings(chunk.text))
+    anchor = knowledge.link_anchor(chunk.id)  # the section's id on its page ("": none)
+    sources = [{"page": chunk.page, "heading": chunk.heading, "anchor": anchor}]
+    also = [{"page": p, "title": retrieval.page_title(kb, p)} for p in found.also]
+    body = {"reply": f"{FRAMING}{note}\n\n{text}", "degraded": True, "sources": sources}
+    return {"statusCode": 200, "body": {**body, "also": also, **paced}}

@@ -27,7 +27,7 @@ from steps.lib.runtime.settings import settings
 
 init_phase.at_init(preload.retrieval_index)  # INIT phase on Lambda; no-op elsewhere
 
-TOP_MATCHES = 5  # matches added after the current page's chunks (the article's top five)
+TOP_MATCHES = 5  # the question's matches, ahead of the current page (the article's top five)
 
 
 @observability.instrumented("Retrieve")
@@ -51,14 +51,12 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         vector, embedding_tokens = embed_turns(query.message, query.earlier)
     else:
         vector, embedding_tokens = embedder.embed_query(text)
-    ranked = retrieval.rank(kb, vector, query, limit=TOP_MATCHES)
-    chunks = retrieval.select_grounding(
-        kb, ranked, request.get("page"), s.grounding_token_budget, top_k=TOP_MATCHES
-    )
+    found = retrieval.ground(kb, vector, query, s.grounding_token_budget, TOP_MATCHES)
+    chunks = found.chunks
     observability.decision("grounded", chunks=len(chunks), embedding_tokens=embedding_tokens)
     return {
         "grounding": [{"page": c.page, "heading": c.heading, "text": c.text} for c in chunks],
-        "sources": _sources(chunks, [kb.chunks[i].id for i, _ in ranked]),
+        "sources": sources_of(found.cited),
         "embeddingTokens": embedding_tokens,
     }
 
@@ -70,17 +68,15 @@ def before_embedding(event: dict[str, Any]) -> None:
     sender.before("the query embedding", needs_seconds=clients.EMBEDDING.worst)
 
 
-def _sources(chunks: list[Any], ranked_ids: list[str]) -> list[dict[str, str]]:
-    """The grounding chunks that ranked among the top matches, best first, each with the
-    anchor its page gives the section ("" when it gives none: the link is to the page).
+def sources_of(cited: list[Any]) -> list[dict[str, str]]:
+    """The (page, heading, anchor) of each cited chunk, best first, once each; the anchor
+    is the one its page gives the section ("" when it gives none: the link is to the page).
 
-    The current page's other sections are grounding (the visitor is reading that page) but
-    not what the answer is about, so they are cited only when nothing that ranked fit.
+    The selection cites the matches it kept (the current page's other sections are
+    grounding, not what the answer is about), or the page itself for a message about it
+    (selection.py).
     """
     from steps.lib.grounding.knowledge import link_anchor  # loaded by the handler already
 
-    rank = {chunk_id: n for n, chunk_id in enumerate(ranked_ids)}
-    cited = sorted((c for c in chunks if c.id in rank), key=lambda c: rank[c.id]) or chunks
-    # The anchor the page gives the section ("" for none), which the widget links to.
     unique = dict.fromkeys((c.page, c.heading, link_anchor(c.id)) for c in cited)
     return [{"page": page, "heading": heading, "anchor": a} for page, heading, a in unique]

@@ -4,8 +4,8 @@ README.md, docs/local.md and docs/operating.md; tests/test_docs.py checks each o
 
 from __future__ import annotations
 
-from local.commands import local_settings
-from local.limits import admitted, summary
+from local.commands.chat_demo_serve import local_settings
+from local.commands.limits import admitted, summary
 from ops import verify
 from ops.render import usd
 from steps.lib.money.pricing import largest_reserve_micros

@@ -16,7 +16,7 @@ from chatguard import cli
 ROOT = Path(__file__).resolve().parents[1]
 # Modules of other commands (and the libraries behind them) that `chat` never runs.
 NOT_FOR_CHAT = (
-    "indexer.titan", "indexer.build", "ops.doctor", "ops.verify", "ops.mode", "ops.rotate",
+    "indexer.titan", "indexer.build", "ops.doctor.command", "ops.verify", "ops.mode", "ops.rotate",
     "ops.spend", "ops.billing", "ops.traces", "ops.http", "numpy", "boto3", "botocore",
 )  # fmt: skip
 PARSE_CHAT = f"""

@@ -95,7 +95,7 @@ def _text(name: str) -> str:
 
 def _serve_settings(arguments: str) -> object:
     """The settings `chatguard serve ARGS` runs with (cdk.json, then the flags)."""
-    from local.commands import local_settings
+    from local.commands.chat_demo_serve import local_settings
 
     args = build_parser().parse_args(shlex.split(arguments, comments=True))
     return local_settings(
@@ -111,7 +111,7 @@ def _quoted_lines(text: str, prefix: str) -> list[str]:
 
 
 def test_the_readme_quotes_what_its_serve_command_admits() -> None:
-    from local.limits import admitted
+    from local.commands.limits import admitted
 
     readme = _text("README.md")
     command = next(
@@ -123,7 +123,7 @@ def test_the_readme_quotes_what_its_serve_command_admits() -> None:
 
 
 def test_docs_local_quotes_the_limits_lines_the_code_prints() -> None:
-    from local.limits import summary
+    from local.commands.limits import summary
 
     text = _text("docs/local.md")
     default = summary(_serve_settings("serve"))[0]  # type: ignore[arg-type]
@@ -167,8 +167,9 @@ def test_the_idle_cost_table_adds_up_and_names_the_worst_month() -> None:
         (cells[1].strip(), cells[2].strip())
         for cells in (line.split("|") for line in section.splitlines() if line.startswith("| "))
     )
-    waf = _money(rows["WAF web ACL + 2 rules"])
-    assert waf == 5.00 + 2 * 1.00
+    # Two counting rules, two blocks; each listed origin adds two (infra/blocks/edge_firewall.py).
+    waf = _money(rows["WAF web ACL + 4 rules"])
+    assert waf == 5.00 + 4 * 1.00
     alarms_row = next(k for k in rows if k.startswith("CloudWatch alarms"))
     count = int(re.search(r"\((\d+) standard alarms\)", alarms_row).group(1))  # type: ignore[union-attr]
     free = int(re.search(r"beyond the (\d+) the free tier", rows[alarms_row]).group(1))  # type: ignore[union-attr]

@@ -92,6 +92,45 @@
     });
   }
 
+  // "Also see" pages of a degraded answer (DegradedAnswer.also): at most two, strings only.
+  function cleanAlso(value) {
+    if (!Array.isArray(value)) return [];
+    return value.filter(function (a) {
+      return a && typeof a.page === "string" && typeof a.title === "string";
+    }).slice(0, 2).map(function (a) {
+      return { page: a.page, title: a.title };
+    });
+  }
+
+  // A reply as prose and code parts. A code block comes as a Markdown fence: a line of three
+  // or more backticks, the code, then the same line (the contract's DegradedAnswer.reply;
+  // a model may write them too). An unclosed fence runs to the end, as in CommonMark.
+  function replyParts(text) {
+    var parts = [];
+    var prose = [];
+    var code = null;
+    var bar = "";
+    String(text).split("\n").forEach(function (line) {
+      var open = /^(`{3,})[^`]*$/.exec(line);
+      if (code === null && open) {
+        if (prose.length) parts.push({ kind: "prose", text: prose.join("\n").trim() });
+        prose = [];
+        code = [];
+        bar = open[1];
+      } else if (code !== null && line.trim() === bar) {
+        parts.push({ kind: "code", text: code.join("\n") });
+        code = null;
+      } else if (code !== null) {
+        code.push(line);
+      } else {
+        prose.push(line);
+      }
+    });
+    if (code !== null) parts.push({ kind: "code", text: code.join("\n") });
+    if (prose.join("").trim()) parts.push({ kind: "prose", text: prose.join("\n").trim() });
+    return parts.filter(function (p) { return p.kind === "code" || p.text; });
+  }
+
   // The history the contract accepts: completed, signed exchanges only (user turn followed
   // by its signed answer), newest last, at most HISTORY_TURNS turns. Notices, errors and
   // degraded sections are not model turns, so they are never sent back.
@@ -152,11 +191,13 @@
       var said = "Today's budget is released through the day; more is released at " +
         paced[1] + " UTC.";
       return { role: "assistant", kind: "paced", notice: NOTICES.paced + paced[1] + " UTC",
-        content: withoutLead(rest, said), sources: cleanSources(body.sources) };
+        content: withoutLead(rest, said), sources: cleanSources(body.sources),
+        also: cleanAlso(body.also) };
     }
     if (status === 200 && body && body.degraded === true) {
       return { role: "assistant", kind: "degraded", notice: NOTICES.degraded,
-        content: withoutLead(reply, NOTICES.degraded), sources: cleanSources(body.sources) };
+        content: withoutLead(reply, NOTICES.degraded), sources: cleanSources(body.sources),
+        also: cleanAlso(body.also) };
     }
     if (status === 200 && reply) {
       return { role: "assistant", kind: "answer", content: reply,
@@ -370,9 +411,18 @@
       item.append(el("span", { class: "visually-hidden" },
         entry.role === "user" ? "You said: " : "Answer: "));
       if (entry.notice) item.append(el("p", { class: "notice" }, entry.notice));
-      if (entry.content) item.append(el("p", { class: "text" }, entry.content));
+      // Code keeps its line breaks in <pre><code>, set with textContent like all the rest:
+      // markup inside a code block is shown as text, never run.
+      replyParts(entry.content || "").forEach(function (part) {
+        if (part.kind === "prose") return item.append(el("p", { class: "text" }, part.text));
+        var pre = el("pre", { class: "code", tabindex: "0" });
+        pre.append(el("code", {}, part.text));
+        item.append(pre);
+      });
       var sources = cleanSources(entry.sources);
       if (sources.length) item.append(this._sourceList(sources));
+      var also = cleanAlso(entry.also);
+      if (also.length) item.append(this._alsoList(also));
       this._log.append(item);
       return item;
     }
@@ -409,6 +459,16 @@
         }
       });
       return list;
+    }
+
+    // "Also see": the next pages for the question, each a link to a same-site path.
+    _alsoList(also) {
+      var line = el("p", { class: "also" }, "Also see: ");
+      also.forEach(function (page, n) {
+        if (n) line.append(document.createTextNode(", "));
+        line.append(sourceLink(page.page, "", page.title || page.page));
+      });
+      return line;
     }
 
     _scrollToEnd() {

@@ -5,9 +5,15 @@ one: only the principals it names may publish. So it names CloudWatch (this acco
 alarms) and, in the chat stack, AWS Budgets. Without the CloudWatch statement every alarm
 action fails with "... is not authorized to perform: SNS:Publish", seen only in the alarm's
 history (https://repost.aws/knowledge-center/cloudwatch-receive-sns-for-alarm-trigger). The
-service principals are limited by ``aws:SourceAccount`` and ``aws:SourceArn`` against the
-confused deputy (https://docs.aws.amazon.com/sns/latest/dg/sns-access-policy-use-cases.html).
-tests/infra/test_alarm_delivery.py walks every alarm's actions to this policy.
+CloudWatch statement is limited as that page's example limits it, by ``aws:SourceArn``
+alone (ArnLike this account's alarms in this Region: the account is part of the ARN, which
+keeps out the confused deputy); no AWS page shows CloudWatch sending ``aws:SourceAccount``,
+and a condition on a key the request does not carry fails, so every alarm would go silent.
+Budgets is limited by ``aws:SourceAccount``
+(https://docs.aws.amazon.com/sns/latest/dg/sns-access-policy-use-cases.html).
+tests/infra/test_alarm_delivery.py walks every alarm's actions to this policy, and
+``chatguard doctor`` checks delivery on the account (an alarm's action history, and a
+confirmed subscription).
 """
 
 from __future__ import annotations
@@ -47,7 +53,6 @@ class AlertTopic(Construct):
                 principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
                 resources=[self.topic.topic_arn],
                 conditions={
-                    "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
                     # Any alarm of this account in this Region: the alarms are named by
                     # CloudFormation, and a new one must not need a policy change.
                     "ArnLike": {"aws:SourceArn": alarms_of_this_account()},

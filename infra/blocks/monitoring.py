@@ -153,9 +153,12 @@ class EdgeMonitoring(Construct):
         topic: sns.ITopic,
     ) -> None:
         super().__init__(scope, construct_id)
+        # The rate rule counts and labels; blocks named per origin answer. Its own
+        # CountedRequests is every request over the rate, whichever rule then blocked it
+        # (tests/infra/test_alarms_can_fire.py checks the rule's action is Count).
         blocked = cw.Metric(
             namespace="AWS/WAFV2",
-            metric_name="BlockedRequests",
+            metric_name="CountedRequests",
             dimensions_map={"WebACL": web_acl_name, "Rule": rule_name},
             statistic="Sum",
             period=FIVE_MINUTES,

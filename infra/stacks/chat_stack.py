@@ -25,7 +25,7 @@ from infra.blocks.pipeline_step import PipelineStep
 from infra.blocks.secrets import GeneratedSecrets
 from infra.blocks.site_distribution import SiteDistribution
 from infra.blocks.workflow import ChatWorkflow
-from infra.bundling import GATE_ASSET, index_embedder, index_site, retrieval_asset, step_code
+from infra.bundling import index_embedder, index_site, step_asset, step_code
 from infra.config import RETENTION_DAYS, DeployConfig
 from infra.step_wiring import STEP_SETTINGS
 from steps.lib.money.ledger_items import shard_pks
@@ -168,13 +168,14 @@ class ChatStack(Stack):
             ],
             "Degraded": [],  # the bundled index only: no AWS call at all
         }
-        gate, retrieval = step_code(GATE_ASSET), step_code(retrieval_asset(embedder_kind(runtime)))
+        assets = {s.state: step_asset(s, embedder_kind(runtime)) for s in STAGES}
+        codes = {asset: step_code(asset) for asset in set(assets.values())}
         steps = {
             stage.state: PipelineStep(
                 self,
                 stage.state,
                 stage=stage,
-                code=retrieval if stage.needs_numpy else gate,
+                code=codes[assets[stage.state]],
                 environment=_environment(runtime, stage),
                 statements=grants[stage.state],
                 log_retention=self.retention,

@@ -210,8 +210,7 @@ def main() -> None:
         "Each site is read as the indexer read it before issue 28 (only `nav`, `header` and "
         "`footer` elements dropped, utility pages kept) and as it reads it now "
         "(indexer/html_reader.py: landmark roles, generator chrome, utility pages left "
-        "out).\n\n"
-        + table(rows)
+        "out).\n\n" + table(rows)
     )
     report.write_section("chrome", "Page chrome in the index", body)
 

@@ -4,7 +4,7 @@ and `demo`, each a fresh process as a user runs it (`make bench-cli`).
 Wall time depends on what else the machine runs, so each figure is the median of a few
 runs, with the CPU the process itself spent (user + system, which the load does not
 inflate) beside it and the load average printed. "first run" has an empty parse cache
-(local/parse_cache.py), as on a fresh machine or after a moto upgrade; every later run
+(local/engine/parse_cache.py), as on a fresh machine or after a moto upgrade; every later run
 reads the parsed workflow from it.
 
 The children write bytecode as Python does by default: an environment that sets
@@ -149,11 +149,12 @@ def render(rows: list[tuple[str, float, float, str]], load: tuple[float, float])
         "",
         "What the start-up no longer pays (`python -X importtime`, cProfile and a stack "
         "sampler): ANTLR's first parse of the workflow in each process (the first row, with "
-        "an empty cache, pays it; local/parse_cache.py keeps the parsed program); moto's "
+        "an empty cache, pays it; local/engine/parse_cache.py keeps the parsed program); moto's "
         "EC2 and Batch models, which SSM and the engine's Batch task import and the runtime "
-        "never calls (local/light_imports.py imports them only if something reads them); "
+        "never calls (local/engine/light_imports.py imports them only if something reads them); "
         "the same botocore service descriptions parsed once per Session, SSM's four times "
-        "(local/shared_models.py: now once per kind of Loader, twice); moto's Lambda and IAM "
+        "(local/engine/shared_models.py: now once per kind of Loader, twice); moto's Lambda "
+        "and IAM "
         "services, which only relayed each Task's invocation (the engine's Lambda client "
         "is in-process); a polling wait on the execution (it is woken by the end); the "
         "local embedding model's load, now on a second thread while moto starts; the "

@@ -40,8 +40,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from infra import bundling
-from statemachine import loader
+from infra import bundling, cold_model
 from steps.lib.grounding.knowledge import bedrock_embedder_id
 from steps.lib.money import pricing
 from steps.lib.runtime.settings import Settings, cdk_context
@@ -52,15 +51,13 @@ ROOT = Path(__file__).resolve().parents[2]
 PROBE = Path(__file__).with_name("cold_probe.py")
 SAVED = ROOT / "build" / "bench-cold.json"
 RUNS = int(os.environ.get("BENCH_COLD_RUNS", "5"))
-ANSWERED = ("OriginVerify", "Quota", "CostGate", "Retrieve", "Invoke", "Reconcile")
 
-# Model inputs. Documented: the vCPU share. Assumed (AWS publishes no figure; each is named
-# in the doc and can be changed here): sandbox + runtime start per cold step, one AWS call's
-# round trip inside a Region, one Express state transition with its Lambda invoke.
-VCPU_MB = 1769
-START_S = 0.15
-RTT_S = 0.010
-TRANSITION_S = 0.020
+# The model's inputs and formula live in infra/cold_model.py (the timeout proof and the
+# local cold-start test read the same figures, from infra/cold_model.json, which this writes).
+VCPU_MB, START_S, RTT_S, TRANSITION_S = (
+    cold_model.VCPU_MB, cold_model.START_S, cold_model.RTT_S, cold_model.TRANSITION_S,
+)  # fmt: skip
+ANSWERED, COLD_CALLS = cold_model.ANSWERED, cold_model.COLD_CALLS
 # Lambda arm64, us-east-1 (aws.amazon.com/lambda/pricing): per GB-second and per request.
 GB_SECOND_USD = 0.0000133334
 REQUEST_USD = 0.20 / 1_000_000
@@ -69,8 +66,6 @@ REQUEST_USD = 0.20 / 1_000_000
 SNAPSTART_CACHE_GB_SECOND_USD = 0.0000015046
 SNAPSTART_RESTORE_GB_USD = 0.0001397998
 # AWS calls each step makes on a cold first message, Bedrock excluded (bench-pipeline counts).
-COLD_CALLS = {"OriginVerify": 1, "Quota": 2, "CostGate": 1, "Retrieve": 0, "Invoke": 1,
-              "Reconcile": 1, "Degraded": 0}  # fmt: skip
 WARM_CALLS = {"OriginVerify": 0, "Quota": 1, "CostGate": 1, "Retrieve": 0, "Invoke": 0,
               "Reconcile": 1, "Degraded": 0}  # fmt: skip
 # Bedrock time inside S4 and S5 (embedding, Converse), assumed for the cost table only.
@@ -183,6 +178,38 @@ def task_root(dest: Path, asset: bundling.StepAsset, index: Path) -> Path:
     return dest
 
 
+RUNTIME_SDK = ("botocore", "jmespath", "python-dateutil", "six", "urllib3")
+
+
+def runtime_sdk_root(dest: Path) -> Path:
+    """Offline stand-in for the runtime's own SDK (on Lambda after /var/task on the path):
+    this machine's copy of the pinned botocore and its dependencies, with bytecode, as the
+    runtime's files are assumed to carry it (docs/benchmarks.md, "Cold path": assumption)."""
+    for name in RUNTIME_SDK:
+        for file in metadata.distribution(name).files or ():
+            if file.parts[0] == ".." or "__pycache__" in file.parts or file.suffix == ".pyc":
+                continue
+            target = dest / file
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(Path(str(file.locate())), target)
+    bundling.compile_bytecode(dest, sys.executable)
+    return dest
+
+
+# Layouts measured: what synthesis ships (the runtime's SDK for every step but S5), and
+# every step with its own botocore (before that lever), to show what the lever buys.
+VENDORED_GATE = bundling.StepAsset("gate-vendored", ("lambda.txt", "botocore.txt"), False)
+VENDORED_RETRIEVAL = bundling.StepAsset(
+    "retrieval-vendored", ("lambda.txt", "botocore.txt", "numpy.txt"), True
+)
+
+
+def layout_asset(layout: str, stage: Stage) -> bundling.StepAsset:
+    if layout == "shipped":
+        return bundling.step_asset(stage, "titan")
+    return VENDORED_RETRIEVAL if stage.needs_numpy else VENDORED_GATE
+
+
 def bench_index(dest: Path) -> Path:
     """The site indexed under the Titan embedder's id (a stand-in: hashing vectors), so S4's
     bedrock-backend check accepts it without a Bedrock call."""
@@ -200,7 +227,7 @@ def bench_index(dest: Path) -> Path:
     return dest
 
 
-def probe(root: Path, stage: Stage, ports: tuple[int, int]) -> dict[str, Any]:
+def probe(root: Path, runtime: Path, stage: Stage, ports: tuple[int, int]) -> dict[str, Any]:
     http_port, udp_port = ports
     env = {
         "PATH": "/usr/bin:/bin",
@@ -222,7 +249,8 @@ def probe(root: Path, stage: Stage, ports: tuple[int, int]) -> dict[str, Any]:
     }
     event = step_event(stage)
     out = subprocess.run(
-        [sys.executable, "-I", "-S", "-B", str(PROBE), str(root), stage.module, json.dumps(event)],
+        [sys.executable, "-I", "-S", "-B", str(PROBE), f"{root}:{runtime}", stage.module,
+         json.dumps(event)],
         env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     if out.returncode != 0:
@@ -247,53 +275,58 @@ def interpreter_start() -> float:
     return statistics.median(samples)
 
 
-def measure(work: Path) -> dict[str, dict[str, dict[str, float]]]:
+Figures = dict[str, dict[str, dict[str, float]]]  # state -> mode -> part -> CPU seconds
+
+
+def measure(work: Path, layouts: tuple[str, ...]) -> dict[str, Figures]:
     index = bench_index(work / "index")
+    runtime = runtime_sdk_root(work / "runtime-sdk")
     roots: dict[tuple[str, str], Path] = {}
-    for asset in (bundling.GATE_ASSET, bundling.RETRIEVAL_ASSET):
-        for mode in ("source", "bytecode"):
-            root = task_root(work / f"{asset.name}-{mode}", asset, index)
-            if mode == "bytecode":
-                bundling.compile_bytecode(root, sys.executable)
-            roots[asset.name, mode] = root
-    samples: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for layout in layouts:
+        for asset in {layout_asset(layout, stage) for stage in STAGES}:
+            for mode in ("source", "bytecode"):
+                if (asset.name, mode) in roots:
+                    continue
+                root = task_root(work / f"{asset.name}-{mode}", asset, index)
+                if mode == "bytecode":
+                    bundling.compile_bytecode(root, sys.executable)
+                roots[asset.name, mode] = root
+    samples: dict[str, dict[str, dict[str, list[dict[str, Any]]]]] = {}
     with stand_in() as ports:
         for stage in STAGES:
-            asset = bundling.RETRIEVAL_ASSET if stage.needs_numpy else bundling.GATE_ASSET
-            per_mode = samples.setdefault(stage.state, {"source": [], "bytecode": []})
-            for _ in range(RUNS):  # interleaved, so machine load hits both modes alike
-                for mode in ("source", "bytecode"):
-                    per_mode[mode].append(probe(roots[asset.name, mode], stage, ports))
+            for _ in range(RUNS):  # interleaved, so machine load hits every cell alike
+                for layout in layouts:
+                    asset = layout_asset(layout, stage)
+                    per_mode = samples.setdefault(layout, {}).setdefault(
+                        stage.state, {"source": [], "bytecode": []}
+                    )
+                    for mode in ("source", "bytecode"):
+                        per_mode[mode].append(probe(roots[asset.name, mode], runtime, stage, ports))
     return {
-        state: {
-            mode: {
-                part: statistics.median(run[part]["cpu"] for run in runs)
-                for part in ("import", "first", "warm")
+        layout: {
+            state: {
+                mode: {
+                    part: statistics.median(run[part]["cpu"] for run in runs)
+                    for part in ("import", "first", "warm")
+                }
+                for mode, runs in modes.items()
             }
-            for mode, runs in modes.items()
+            for state, modes in by_state.items()
         }
-        for state, modes in samples.items()
+        for layout, by_state in samples.items()
     }
 
 
-def share(memory_mb: int) -> float:
-    return min(memory_mb / VCPU_MB, 1.0)
+share = cold_model.share
 
 
 def cold_step(cpu: dict[str, float], state: str, memory_mb: int) -> float:
-    return START_S + (cpu["import"] + cpu["first"]) / share(memory_mb) + COLD_CALLS[state] * RTT_S
+    return cold_model.cold_step_of(cpu, state, memory_mb)
 
 
 def answered_transitions() -> int:
     """States entered on the answered path of chat.asl.json (Tasks and Choices alike)."""
-    states = json.loads(loader.definition_text())["States"]
-    name, count = json.loads(loader.definition_text())["StartAt"], 0
-    while name:
-        count += 1
-        state = states[name]
-        # A Choice's first branch is the path forward; the answered path ends at Reconcile.
-        name = state["Choices"][0]["Next"] if state["Type"] == "Choice" else state.get("Next")
-    return count
+    return cold_model.states_entered("Answer")
 
 
 def cold_message(cpu: dict[str, dict[str, float]], memory: dict[str, int]) -> float:
@@ -315,7 +348,8 @@ def monthly_cost(
     return total
 
 
-def render(cpu_by_mode: dict[str, dict[str, dict[str, float]]], start_cpu: float) -> str:
+def render(layouts: dict[str, Figures], start_cpu: float) -> str:
+    cpu_by_mode = layouts["shipped"]
     configured = {s.state: s.memory_mb for s in STAGES}
     timeouts = {s.state: s.timeout_seconds for s in STAGES}
     with_pyc = {state: modes["bytecode"] for state, modes in cpu_by_mode.items()}
@@ -326,7 +360,9 @@ def render(cpu_by_mode: dict[str, dict[str, dict[str, float]]], start_cpu: float
         f"average {load:.1f} when it finished), Python {platform.python_version()} (the Lambda "
         f"runtime is {bundling.PYTHON_VERSION} on arm64: treat the CPU times as this machine's, "
         f"not Graviton's), {time.strftime('%Y-%m-%d')}. Median of {RUNS} fresh interpreters "
-        "per cell, CPU milliseconds. Each interpreter sees only what the bundle ships, with a "
+        "per cell, CPU milliseconds. Each interpreter sees only what the bundle ships, then "
+        "a stand-in for the runtime's own SDK (botocore with bytecode, for every step but S5, "
+        "which ships its own), with a "
         "Lambda-like environment; AWS is a local stand-in endpoint (no TLS, no network "
         f"latency). A bare interpreter start costs {start_cpu * 1000:.0f} ms CPU here.",
         "",
@@ -402,6 +438,13 @@ def render(cpu_by_mode: dict[str, dict[str, dict[str, float]]], start_cpu: float
         f"{answered_transitions() * TRANSITION_S:.2f} s the transitions: the goal needs "
         "bytecode and a faster runtime start than assumed, or SnapStart.",
         "",
+        "**Levers**, each measured here in the same run (cold first message on the model, at "
+        "the configured memory):",
+        "",
+        "| layout | source only | with bytecode |",
+        "|---|---:|---:|",
+        *lever_rows(layouts, configured),
+        "",
         "**Lambda cost of the six answered steps, per month** (30 days; arm64 us-east-1: "
         f"${GB_SECOND_USD:.10f} per GB-second, $0.20 per million requests, "
         "[Lambda pricing](https://aws.amazon.com/lambda/pricing/); INIT billed like the "
@@ -450,6 +493,23 @@ def render(cpu_by_mode: dict[str, dict[str, dict[str, float]]], start_cpu: float
     return "\n".join(lines)
 
 
+LEVERS = {
+    "vendored": "every step ships its own botocore (before)",
+    "shipped": "the runtime's botocore for every step but S5 (shipped)",
+}
+
+
+def lever_rows(layouts: dict[str, Figures], memory: dict[str, int]) -> list[str]:
+    rows = []
+    for layout, label in LEVERS.items():
+        figures = layouts[layout]
+        source = {state: modes["source"] for state, modes in figures.items()}
+        pyc = {state: modes["bytecode"] for state, modes in figures.items()}
+        s, b = cold_message(source, memory), cold_message(pyc, memory)
+        rows.append(f"| {label} | {s:.2f} s | {b:.2f} s |")
+    return rows
+
+
 def snap_start_cost(memory: dict[str, int], cold_per_day: int) -> tuple[float, float]:
     """Monthly SnapStart cache (all seven steps, one version each) and restore charges."""
     gb_all = sum(memory.values()) / 1024
@@ -464,21 +524,41 @@ def bedrock_bound() -> int:
     return s.bedrock_connect_timeout_seconds + s.bedrock_read_timeout_seconds
 
 
+LAYOUTS = ("shipped", "vendored")
+
+
+def save_model(layouts: dict[str, Figures], start_cpu: float) -> None:
+    """What infra/cold_model.py reads: the shipped layout's figures, and where they came from."""
+    model = {
+        "measured_by": "make bench-cold",
+        "date": time.strftime("%Y-%m-%d"),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "runs": RUNS,
+        "start_cpu": start_cpu,
+        "cpu": layouts["shipped"],
+        "vendored_sdk_cpu": layouts["vendored"],
+    }
+    text = json.dumps(model, indent=1, sort_keys=True) + "\n"
+    cold_model.MODEL_FILE.write_text(text, encoding="utf-8")
+
+
 def main() -> None:
     # BENCH_COLD_REUSE=1 re-renders the last measurement (after a memory or timeout change).
     if os.environ.get("BENCH_COLD_REUSE") and SAVED.exists():
         saved = json.loads(SAVED.read_text(encoding="utf-8"))
-        cpu, start_cpu = saved["cpu"], saved["start_cpu"]
+        layouts, start_cpu = saved["layouts"], saved["start_cpu"]
     else:
         work = Path(tempfile.mkdtemp(prefix="chatguard-cold-"))
         try:
-            cpu = measure(work)
+            layouts = measure(work, LAYOUTS)
             start_cpu = interpreter_start()
         finally:
             shutil.rmtree(work, ignore_errors=True)
         SAVED.parent.mkdir(parents=True, exist_ok=True)
-        SAVED.write_text(json.dumps({"cpu": cpu, "start_cpu": start_cpu}), encoding="utf-8")
-    body = render(cpu, start_cpu)
+        SAVED.write_text(json.dumps({"layouts": layouts, "start_cpu": start_cpu}), encoding="utf-8")
+        save_model(layouts, start_cpu)  # a re-render keeps the figures as they were measured
+    body = render(layouts, start_cpu)
     print(body)
     report.write_section("cold", "Cold path", body)
 

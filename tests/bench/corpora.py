@@ -8,6 +8,11 @@ Node.js's API reference, for the indexing bench: the Markdown pages that Debian'
 `nodejs-doc` package ships under /usr/share/doc/nodejs/api (MIT, "Expat" in its copyright
 file), about 3.2 MB once unzipped. Read where the package is installed, otherwise
 `apt-get download nodejs-doc` fetches it and `dpkg-deb -x` unpacks it (no install, no root).
+
+Built HTML sites for the visitor-condition bench (tests/bench/visitor_conditions.py), each
+from a Debian `*-doc` package fetched the same way by `debian_doc_site`: Requests's docs
+built by Sphinx (python-requests-doc, Apache 2.0) and MkDocs's docs built by MkDocs
+(mkdocs-doc, BSD-2-Clause). Fetched under the caller's work directory, never committed.
 """
 
 from __future__ import annotations
@@ -106,17 +111,35 @@ def _installed_node_doc() -> tuple[Path, str] | None:
 
 
 def _downloaded_node_doc(work: Path) -> tuple[Path, str]:
-    target = Path(tempfile.mkdtemp(prefix="nodejs-doc-", dir=work))
+    root, version = _fetched_deb("nodejs-doc", work, "bench-index")
+    if not (root / NODE_API).is_dir():
+        raise CorpusUnavailable("the nodejs-doc package has no usr/share/doc/nodejs/api")
+    return root, version
+
+
+def _fetched_deb(package: str, work: Path, bench: str) -> tuple[Path, str]:
+    """`apt-get download` + `dpkg-deb -x` of `package` into a fresh directory under `work`
+    (no install, no root): (the unpacked tree, the package's version)."""
+    target = Path(tempfile.mkdtemp(prefix=f"{package}-", dir=work))
     try:
-        _run(["apt-get", "download", "nodejs-doc"], cwd=target)
-        package = next(target.glob("nodejs-doc_*.deb"))
-        version = _run(["dpkg-deb", "-f", str(package), "Version"])
-        _run(["dpkg-deb", "-x", str(package), str(target / "root")])
+        _run(["apt-get", "download", package], cwd=target)
+        deb = next(target.glob(f"{package}_*.deb"))
+        version = _run(["dpkg-deb", "-f", str(deb), "Version"])
+        _run(["dpkg-deb", "-x", str(deb), str(target / "root")])
     except (OSError, subprocess.SubprocessError, StopIteration) as exc:
         raise CorpusUnavailable(
-            f"Node.js's documentation is neither installed nor fetchable ({exc}): run "
-            "`apt-get update` (Debian's package lists) and `make bench-index` again"
+            f"Debian's {package} is neither installed nor fetchable ({exc}): run "
+            f"`apt-get update` (Debian's package lists) and `make {bench}` again"
         ) from exc
-    if not (target / "root" / NODE_API).is_dir():
-        raise CorpusUnavailable("the nodejs-doc package has no usr/share/doc/nodejs/api")
     return target / "root", version
+
+
+def debian_doc_site(package: str, html: str, dest: Path, name: str) -> Corpus:
+    """A Debian *-doc package's built HTML (`html`: its directory inside the package, e.g.
+    usr/share/doc/mkdocs/html) copied to `dest`, fetched whether or not the package is
+    installed (the copy is the package as Debian ships it, not a local edit)."""
+    root, version = _fetched_deb(package, dest.parent, "bench-retrieval")
+    if not (root / html).is_dir():
+        raise CorpusUnavailable(f"the {package} package has no {html}")
+    shutil.copytree(root / html, dest, symlinks=False, ignore_dangling_symlinks=True)
+    return Corpus(dest, name, version)

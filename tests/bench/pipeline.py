@@ -52,7 +52,7 @@ class CallCounter:
         self.counts: Counter[tuple[str, str, str]] = Counter()
 
     def __call__(self, model: Any, **_kwargs: Any) -> None:
-        from local.tracing import recorder
+        from local.engine.tracing import recorder
 
         step = recorder().current_state() or "-"
         self.counts[step, model.service_model.endpoint_prefix, model.name] += 1
@@ -68,8 +68,8 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def bench_engine() -> dict[str, Any]:
-    from local.render import quiet_logs
-    from local.runtime import LocalRuntime
+    from local.commands.render import quiet_logs
+    from local.engine.runtime import LocalRuntime
     from steps.lib.runtime import clients
     from steps.lib.runtime.settings import Settings
 

@@ -28,15 +28,18 @@ from steps.lib.grounding.retrieval import (
     normalised,
     order,
     page_bm25_scores,
+    ranked_by,
     scores,
-    select_grounding,
+)
+from steps.lib.grounding.retrieval import (
+    grounding as grounding_of,
 )
 from steps.lib.providers.hashing_embedder import HashingEmbedder
 from steps.lib.providers.offline import compose_reply
 from steps.lib.runtime.settings import Settings
 from steps.lib.text.prompt import system_text
 from steps.lib.text.tokens import terms
-from steps.retrieve import TOP_MATCHES, _sources
+from steps.retrieve import TOP_MATCHES, sources_of
 
 Scorer = Callable[[Knowledge, np.ndarray, Query], np.ndarray]
 HISTORY_CHARS = Settings().history_turn_max_chars  # what S4 passes
@@ -271,10 +274,10 @@ def chain_rate(
             if carry and previous is not None:
                 total = total + np.float32(carry) * normalised(previous - previous.min())
             previous = total
-            best = order(total, TOP_MATCHES)
-            ranked = list(zip(best.tolist(), total[best].tolist(), strict=True))
-            grounding = select_grounding(kb, ranked, page, budget, top_k=TOP_MATCHES)
-            sources = _sources(grounding, [kb.chunks[i].id for i, _ in ranked])
+            ranked = ranked_by(total, TOP_MATCHES)
+            picked = grounding_of(kb, ranked, page, budget, TOP_MATCHES, total=total)
+            grounding = [kb.chunks[i] for i in picked.chosen]
+            sources = sources_of([kb.chunks[i] for i in picked.cited])
             if turn > 0:
                 held = held and any(s["page"] == chain["page"] for s in sources)
             cited = sources[0]["page"] if sources else None

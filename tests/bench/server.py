@@ -1,9 +1,9 @@
 """`make bench-server`: the local server under concurrent visitors, on 127.0.0.1.
 
-Three servers carry the same contract (local/routes.py) around one runtime, measured on
+Three servers carry the same contract (local/server/routes.py) around one runtime, measured on
 the same harness (tests/load.py), interleaved round by round:
 
-- uvicorn with the ASGI app of local/server.py (what `chatguard serve` runs);
+- uvicorn with the ASGI app of local/server/uvicorn_server.py (what `chatguard serve` runs);
 - the standard library's ThreadingHTTPServer with its default backlog of 5 (what it ran);
 - the same server tuned: a backlog of 1024.
 
@@ -27,11 +27,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from local.render import quiet_logs
-from local.routes import EdgeOptions
-from local.runtime import LocalRuntime
-from local.server import serve_in_thread
-from local.stdlib_server import stdlib_serve_in_thread
+from local.commands.render import quiet_logs
+from local.engine.runtime import LocalRuntime
+from local.server.routes import EdgeOptions
+from local.server.stdlib_server import stdlib_serve_in_thread
+from local.server.uvicorn_server import serve_in_thread
 from steps.lib.runtime.settings import Settings
 from tests.bench import report
 from tests.load import LoadResult, burst

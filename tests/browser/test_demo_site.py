@@ -1,4 +1,4 @@
-"""The demo site of `chatguard serve` (local.site.handle_get), without a browser."""
+"""The demo site of `chatguard serve` (local.server.site.handle_get), without a browser."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from indexer.build import build
 from indexer.policy import IndexPolicy
-from local import site
+from local.server import site
 from steps.lib.grounding.knowledge import load_knowledge, normalise_page
 from steps.lib.grounding.retrieval import degraded_answer
 from steps.lib.providers.hashing_embedder import HashingEmbedder
@@ -107,7 +107,7 @@ def test_widget_files_are_served_with_their_types() -> None:
     assert js is not None and js[:2] == (200, "text/javascript; charset=utf-8")
     assert css is not None and css[:2] == (200, "text/css; charset=utf-8")
     assert b"customElements.define" in js[2]
-    assert site.handle_get("/widget/../local/site.py") is None
+    assert site.handle_get("/widget/../local/server/site.py") is None
 
 
 def test_the_widget_never_parses_network_text_as_html() -> None:

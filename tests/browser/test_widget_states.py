@@ -29,6 +29,17 @@ def fulfil(status: int, body: Any) -> Any:
     return handler
 
 
+def naive_rendering_runs(page: Page, tag: str, markup: str) -> None:
+    """What the widget must not do, on the same page: `markup` as a `tag`'s innerHTML runs
+    (the XSS image's onerror sets window.__pwned = 1)."""
+    page.evaluate(
+        "([tag, t]) => { const e = document.createElement(tag); e.innerHTML = t;"
+        " document.body.append(e); }",
+        [tag, markup],
+    )
+    page.wait_for_function("window.__pwned === 1", timeout=5000)
+
+
 REFUSALS = [
     ("http400", 400, {"error": "history[0].role is wrong"}, "could not be sent as written"),
     ("http403", 403, {"error": "origin rejected"}, "not accepting messages from your connection"),
@@ -178,9 +189,7 @@ def test_markup_in_a_reply_renders_as_text_and_runs_nothing(
     screenshot(page, "markup-as-text")
 
     # The same harness catches the naive rendering: innerHTML with the same reply runs it.
-    page.evaluate("t => { const d = document.createElement('div'); d.innerHTML = t;"
-                  " document.body.append(d); }", XSS)  # fmt: skip
-    page.wait_for_function("window.__pwned === 1", timeout=5000)
+    naive_rendering_runs(page, "div", XSS)
 
 
 def test_tampered_session_storage_still_renders_as_text(
@@ -346,6 +355,46 @@ def test_a_paced_day_is_its_own_state_and_says_when_more_is_released(
     screenshot(page, "paced")
     other = widget.ask("And now?")
     expect(other).to_have_class("msg assistant degraded")  # no release time: plain degraded
+
+
+def test_a_degraded_code_block_shows_as_code_and_its_markup_as_text(
+    browser_context_without_csp: BrowserContext, chat_server: str
+) -> None:
+    """The body S7 returns for a section with a code block (steps/degraded.py, fenced by
+    text/blocks.py) and two "also see" pages; the code holds markup that must not run."""
+    page = browser_context_without_csp.new_page()
+    code = f"<script>window.__pwned = 3</script>\n  {XSS}\n>>> r.json()"
+    crafted = {
+        "reply": "Reduced service: here is the closest section of this site.\n\n"
+        f"Use the following code:\n\n```\n{code}\n```\n\nThat is all.",
+        "degraded": True,
+        "sources": [{"page": "/posts/waf-rate-limiting", "heading": "Rate rules"}],
+        "also": [
+            {"page": "/posts/ddos-basics", "title": "DDoS <b>basics</b>"},
+            {"page": "javascript:window.__pwned=4", "title": "Trap"},
+        ],
+    }
+    page.route("**/chat", fulfil(200, crafted))
+    page.goto(chat_server + "/")
+    widget = Widget(page).open()
+    reply = widget.ask("How do I read JSON?")
+
+    block = reply.locator("pre.code > code")
+    expect(block).to_have_count(1)
+    assert block.text_content() == code  # every line and its indentation, as text
+    assert block.evaluate("c => getComputedStyle(c.parentElement).whiteSpace") == "pre"
+    expect(reply.locator("p.text")).to_have_text(["Use the following code:", "That is all."])
+    assert widget.host.locator("img, b, script").count() == 0
+    also = reply.locator(".also")
+    expect(also).to_have_text("Also see: DDoS <b>basics</b>, Trap")
+    expect(also.locator("a")).to_have_count(1)  # the javascript: page stays plain text
+    expect(also.locator("a")).to_have_attribute("href", "/posts/ddos-basics")
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.__pwned") is None
+    screenshot(page, "degraded-code-block")
+
+    # The naive rendering on the same harness: the block as innerHTML runs its markup.
+    naive_rendering_runs(page, "pre", code)
 
 
 def test_source_links_carry_the_anchor_the_server_sends(page: Page, chat_server: str) -> None:

@@ -82,11 +82,36 @@ def _alert_topic_template() -> dict[str, Any]:
     )
 
 
-def test_the_cloudwatch_statement_is_limited_to_this_accounts_alarms() -> None:
+def _with_cloudwatch_condition(template: dict[str, Any], condition: dict[str, Any]) -> dict:
+    changed = copy.deepcopy(template)
+    for resource in changed["Resources"].values():
+        if resource["Type"] == "AWS::SNS::TopicPolicy":
+            for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
+                if statement.get("Sid") == "CloudWatchAlarmsPublish":
+                    statement["Condition"] = condition
+    return changed
+
+
+def test_the_cloudwatch_statement_is_the_documented_one_limited_to_this_accounts_alarms():
+    # As AWS's example: ArnLike on aws:SourceArn alone, the account and Region in the ARN.
     statement = _cloudwatch_statement(_alert_topic_template())
-    account = {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
-    assert statement["Condition"]["StringEquals"] == account
-    assert "aws:SourceArn" in statement["Condition"]["ArnLike"]
+    (operator,) = statement["Condition"]
+    (key,) = statement["Condition"][operator]
+    assert (operator, key) == ("ArnLike", "aws:SourceArn")
+    arn = alarm_delivery._render(statement["Condition"]["ArnLike"]["aws:SourceArn"])
+    assert arn == "arn:aws:cloudwatch:eu-west-1:123456789012:alarm:*"
+
+
+def test_the_old_source_account_condition_fails_the_walk() -> None:
+    # What the topic had: aws:SourceAccount beside aws:SourceArn. No AWS page shows
+    # CloudWatch sending it; if it does not, the Allow never applies and no alarm arrives.
+    template = _alert_topic_template()
+    documented = _cloudwatch_statement(template)["Condition"]
+    account = {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+    old = _with_cloudwatch_condition(template, {**documented, **account})
+    assert alarm_delivery.undeliverable(template) == []
+    (problem,) = alarm_delivery.undeliverable(old)
+    assert "no statement of the topic policy allows" in problem
 
 
 @pytest.mark.parametrize(
@@ -100,12 +125,7 @@ def test_the_cloudwatch_statement_is_limited_to_this_accounts_alarms() -> None:
 )
 def test_a_condition_the_alarm_does_not_meet_fails_the_walk(condition: dict[str, Any]) -> None:
     template = _alert_topic_template()
-    broken = copy.deepcopy(template)
-    for resource in broken["Resources"].values():
-        if resource["Type"] == "AWS::SNS::TopicPolicy":
-            for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
-                if statement.get("Sid") == "CloudWatchAlarmsPublish":
-                    statement["Condition"] = condition
+    broken = _with_cloudwatch_condition(template, condition)
     assert alarm_delivery.undeliverable(template) == []
     assert len(alarm_delivery.undeliverable(broken)) == 1
 

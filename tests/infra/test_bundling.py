@@ -19,7 +19,7 @@ def test_pip_targets_linux_arm64_cpython313_wheels_only_and_ignores_local_config
 
 
 def test_every_requirement_is_pinned_and_boto3_supports_guardcontent_and_cachepoint():
-    requirements = dict(r.split("==") for r in bundling.RETRIEVAL_ASSET.requirements())
+    requirements = dict(r.split("==") for r in bundling.INVOKE_ASSET.requirements())
     assert all(requirements.values())
     botocore = tuple(int(x) for x in requirements["botocore"].split(".")[:3])
     assert botocore >= (1, 39, 0)  # CountTokens; ApplyGuardrail is older

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.bundling import GATE_ASSET, RETRIEVAL_ASSET
+from infra.bundling import GATE_ASSET, INVOKE_ASSET, RETRIEVAL_ASSET
 from steps.lib.grounding.knowledge import ARTIFACT_FILES
 from tests.infra.conftest import function_of
 
@@ -43,15 +43,28 @@ def test_no_asset_is_built_with_docker(synth):
     assert "docker" not in (synth.outdir / "manifest.json").read_text().lower()
 
 
-def test_gate_steps_ship_steps_and_pinned_botocore_but_no_boto3_numpy_or_index(synth):
+def test_gate_steps_ship_steps_but_no_sdk_numpy_or_index(synth):
     root = _asset_dir(synth, "Quota")
+    for state in ("OriginVerify", "CostGate", "Reconcile"):
+        assert _asset_dir(synth, state) == root
     assert (root / "steps" / "quota.py").is_file()
-    assert (root / "botocore-1.44.8.dist-info").is_dir()
-    assert not (root / "boto3").exists()  # the steps build botocore clients directly
+    # The runtime's own botocore serves them (infra/runtime_sdk.py): none compiled from the zip.
+    assert not (root / "botocore").exists() and not (root / "urllib3").exists()
+    assert not (root / "boto3").exists()
     assert not (root / "numpy").exists()
     assert not (root / "build").exists()
     assert GATE_ASSET.requirements() == tuple(sorted(GATE_ASSET.requirements()))
     assert all("==" in r for r in GATE_ASSET.requirements())
+
+
+def test_invoke_alone_ships_its_pinned_botocore(synth):
+    root = _asset_dir(synth, "Invoke")
+    assert root != _asset_dir(synth, "Quota")
+    assert (root / "steps" / "invoke.py").is_file()
+    assert (root / "botocore-1.44.8.dist-info").is_dir()
+    assert not (root / "boto3").exists()  # the steps build botocore clients directly
+    assert "botocore==1.44.8" in INVOKE_ASSET.requirements()
+    assert not (_asset_dir(synth, "Retrieve") / "botocore").exists()
 
 
 def test_retrieval_steps_ship_arm64_numpy_and_the_knowledge_artifact(synth):
@@ -124,25 +137,44 @@ def test_cdk_out_holds_no_secret_value(synth):
         assert "Secrets" not in outputs, "no output may reference a generated secret"
 
 
-def test_gate_handlers_import_from_their_bundle_alone_with_the_pinned_botocore(synth):
+def _runtime_sdk_stand_in(dest: Path) -> Path:
+    """Offline stand-in for the runtime's own SDK (/var/runtime on Lambda): this machine's
+    botocore and its dependencies, nothing else (no numpy, no Powertools)."""
+    import importlib
+
+    dest.mkdir()
+    for name in ("botocore", "urllib3", "dateutil", "jmespath", "six"):
+        module = importlib.import_module(name)
+        origin = Path(module.__file__ or "")
+        source = origin.parent if origin.name == "__init__.py" else origin
+        (dest / source.name).symlink_to(source)
+    return dest
+
+
+def _import_in_bundle(root: Path, runtime: Path, modules: tuple[str, ...]) -> str:
     import subprocess
     import sys
 
-    root = _asset_dir(synth, "Quota")
     code = (
         "import importlib, botocore, sys\n"
-        "for m in ('origin_verify', 'quota', 'cost_gate', 'invoke', 'reconcile'):\n"
+        f"for m in {modules!r}:\n"
         "    assert callable(importlib.import_module('steps.' + m).handler)\n"
-        "assert botocore.__file__.startswith(sys.argv[1]), botocore.__file__\n"
-        "print(botocore.__version__)\n"
+        "print(botocore.__file__.startswith(sys.argv[1]), botocore.__version__)\n"
     )
-    # -S: no site-packages, so nothing outside the bundle (and no numpy) can be imported.
+    # -S: no site-packages; the bundle first, then the runtime's SDK, as Lambda orders them.
     result = subprocess.run(
         [sys.executable, "-S", "-B", "-c", code, str(root)],
-        env={"PYTHONPATH": str(root), "PATH": ""},
+        env={"PYTHONPATH": f"{root}:{runtime}", "PATH": ""},
         capture_output=True,
         text=True,
         check=False,
     )
     assert result.returncode == 0, result.stderr[-1500:]
-    assert result.stdout.strip() == "1.44.8"
+    return result.stdout.strip()
+
+
+def test_gate_handlers_import_the_runtimes_botocore_and_invoke_its_own_pinned_one(synth, tmp_path):
+    runtime = _runtime_sdk_stand_in(tmp_path / "runtime")
+    gate = ("origin_verify", "quota", "cost_gate", "reconcile")
+    assert _import_in_bundle(_asset_dir(synth, "Quota"), runtime, gate).startswith("False ")
+    assert _import_in_bundle(_asset_dir(synth, "Invoke"), runtime, ("invoke",)) == "True 1.44.8"

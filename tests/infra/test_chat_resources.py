@@ -224,8 +224,7 @@ def test_every_step_has_error_throttle_and_p99_duration_alarms(synth):
 def test_workflow_decision_and_api_alarms_exist(synth):
     alarms = [a["Properties"] for a in synth.resources("AWS::CloudWatch::Alarm").values()]
     names = {(a.get("Namespace"), a["MetricName"]) for a in alarms}
-    for metric in ("ExecutionsFailed", "ExecutionsTimedOut", "ExecutionThrottled"):
-        assert ("AWS/States", metric) in names
+    assert {m for ns, m in names if ns == "AWS/States"} == {"ExecutionsTimedOut"}
     for metric in ("OriginRejected", "FailClosed", "Degraded", "CostMicros", "ReservationOpen"):
         assert ("Chatguard", metric) in names
     assert ("AWS/ApiGateway", "5XXError") in names

@@ -52,3 +52,7 @@ def test_cfn_lint_finds_no_error_in_either_template(synth):
         matches = lint(text, config=ManualArgs(regions=[region]))
         errors = [(m.rule.id, m.message) for m in matches if m.rule.id.startswith("E")]
         assert errors == [], name
+        # The warnings kept, each listed in the README: W3005, a DependsOn that CDK writes
+        # beside a GetAtt of the same role. A new kind of warning is read, not waved through.
+        kept = {m.rule.id for m in matches if not m.rule.id.startswith("E")}
+        assert kept <= {"W3005"}, (name, kept)

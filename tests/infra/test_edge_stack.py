@@ -11,6 +11,8 @@ from aws_cdk.assertions import Match
 
 from infra import config as deploy_config
 
+from .conftest import SITE_ORIGINS
+
 pytestmark = pytest.mark.infra
 
 
@@ -25,8 +27,19 @@ def _chat_path_match() -> dict:
     }
 
 
-def _json_block(key: str) -> dict:
-    return {"Block": {"CustomResponse": {"ResponseCode": 403, "CustomResponseBodyKey": key}}}
+def _post_match() -> dict:
+    return {
+        "ByteMatchStatement": {
+            "FieldToMatch": {"Method": {}},
+            "PositionalConstraint": "EXACTLY",
+            "SearchString": "POST",
+            "TextTransformations": [{"Priority": 0, "Type": "NONE"}],
+        }
+    }
+
+
+def _count_and_label(label: str) -> dict:
+    return {"Action": {"Count": {}}, "RuleLabels": [{"Name": label}]}
 
 
 def test_every_block_on_the_chat_route_answers_json_the_widget_knows(synth):
@@ -35,8 +48,11 @@ def test_every_block_on_the_chat_route_answers_json_the_widget_knows(synth):
     (acl,) = synth.resources("AWS::WAFv2::WebACL", stack="edge").values()
     props = acl["Properties"]
     bodies = props["CustomResponseBodies"]
-    blocks = [rule["Action"]["Block"] for rule in props["Rules"] if "Block" in rule["Action"]]
-    assert len(blocks) == len(props["Rules"]) == 2  # no rule blocks with the HTML default
+    actions = [rule["Action"] for rule in props["Rules"]]
+    blocks = [action["Block"] for action in actions if "Block" in action]
+    # The two counting rules label; every other rule blocks, never with the HTML default.
+    assert len(blocks) == len(props["Rules"]) - 2
+    assert sum("Count" in action for action in actions) == 2
     for block in blocks:
         body = bodies[block["CustomResponse"]["CustomResponseBodyKey"]]
         assert body["ContentType"] == "APPLICATION_JSON"
@@ -61,13 +77,17 @@ def test_web_acl_rate_rule_is_scoped_to_chat_with_context_limit_and_window(synth
                     Match.object_like(
                         {
                             "Name": "ChatRateLimit",
-                            "Action": _json_block("chat-rate-blocked"),
+                            **_count_and_label("chatguard:rate-limited"),
                             "Statement": {
                                 "RateBasedStatement": {
                                     "Limit": edge["waf_rate_limit"],
                                     "EvaluationWindowSec": edge["waf_window_seconds"],
                                     "AggregateKeyType": "IP",
-                                    "ScopeDownStatement": _chat_path_match(),
+                                    "ScopeDownStatement": {
+                                        "AndStatement": {
+                                            "Statements": [_chat_path_match(), _post_match()]
+                                        }
+                                    },
                                 }
                             },
                             "VisibilityConfig": {
@@ -93,7 +113,7 @@ def test_web_acl_blocks_chat_bodies_over_the_contract_limit_even_when_oversize(s
                     Match.object_like(
                         {
                             "Name": "ChatBodyTooLarge",
-                            "Action": _json_block("chat-size-blocked"),
+                            **_count_and_label("chatguard:body-too-large"),
                             "Statement": {
                                 "AndStatement": {
                                     "Statements": [
@@ -125,7 +145,11 @@ def test_web_acl_blocks_chat_bodies_over_the_contract_limit_even_when_oversize(s
 def test_managed_rule_groups_are_off_by_default(synth):
     (acl,) = synth.resources("AWS::WAFv2::WebACL", stack="edge").values()
     names = [rule["Name"] for rule in acl["Properties"]["Rules"]]
-    assert names == ["ChatBodyTooLarge", "ChatRateLimit"]
+    per_origin = [
+        f"Chat{kind}BlockedOrigin{i}" for i in range(len(SITE_ORIGINS)) for kind in ("Size", "Rate")
+    ]
+    fallback = ["ChatSizeBlocked", "ChatRateBlocked"]
+    assert names == ["ChatBodyTooLarge", "ChatRateLimit", *per_origin, *fallback]
 
 
 def test_managed_rule_groups_behind_the_flag_count_and_never_block(
@@ -167,11 +191,13 @@ def test_managed_rule_groups_behind_the_flag_keep_the_body_size_to_our_rule(mana
 
 
 def test_rate_rule_blocks_alarm_in_the_edge_region(synth):
+    # The rate rule counts (the blocks per origin answer): its CountedRequests are the
+    # requests over the rate (tests/infra/test_alarms_can_fire.py).
     synth.edge.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {
             "Namespace": "AWS/WAFV2",
-            "MetricName": "BlockedRequests",
+            "MetricName": "CountedRequests",
             "Dimensions": Match.array_with([{"Name": "Rule", "Value": "ChatRateLimit"}]),
             "Threshold": synth.context["chatguard/edge"]["waf_blocked_alarm_threshold"],
             "AlarmActions": Match.any_value(),

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 
 import pytest
 
+from infra import cold_model
 from infra import config as deploy_config
 from statemachine import loader
 from steps.lib.money import metering
@@ -78,12 +80,14 @@ def test_an_origin_timeout_with_no_room_for_the_slowest_step_is_refused():
 
 
 def test_an_origin_timeout_with_no_room_for_the_run_budget_and_the_settlement_is_refused():
-    # The run budget (21 s) + S6 at its worst (5 s + a 1 s throttle wait) + 1 s: a workflow
-    # of 28 s, so an origin timeout of 30 s. One less would let a billed call sent within
-    # the budget end in a TIMED_OUT run whose reservation never settles.
+    # The run budget (20 s) + S6 at its worst (a 1 s throttle wait, its cold start from
+    # source as modelled, 5 s) + 1 s: within a workflow of 28 s, so an origin timeout of
+    # 30 s. One less would let a billed call sent within the budget end in a TIMED_OUT run
+    # whose reservation never settles.
     ctx = copy.deepcopy(deploy_context())
-    settle = BY_STATE["Reconcile"].timeout_seconds + loader.retry_waits("Reconcile") + 1
-    needed = int(loader.run_budget_seconds() + settle) + 2
+    settle = cold_model.settle_worst_seconds()
+    assert settle > BY_STATE["Reconcile"].timeout_seconds + loader.retry_waits("Reconcile") + 1
+    needed = math.ceil(loader.run_budget_seconds() + settle) + 2
     ctx["chatguard/edge"]["origin_timeout_seconds"] = needed - 1
     with pytest.raises(deploy_config.ConfigError, match="run budget"):
         deploy_config.load(ctx)
@@ -125,8 +129,13 @@ def test_the_answer_paths_worst_case_fits_the_workflow_the_api_and_cloudfront(sy
     assert budget["startedAt.$"] == "$$.Execution.StartTime"
     within = float(budget["withinSeconds"])
     # Every billed call ends within the budget (billed_calls.py refuses one that could
-    # not); the settlement after it, at its worst, still ends inside the workflow.
-    assert within + _worst(synth, states, "Reconcile") + SLACK <= workflow
+    # not); the settlement after it, at its worst, still ends inside the workflow. S6 may
+    # be cold: Lambda runs its INIT before the handler and outside the function timeout
+    # (Lambda guide, execution environment), for as long as the model measures from source.
+    reconcile = function_of(synth, "Reconcile")[1]["Properties"]
+    s6_init = cold_model.init_seconds("Reconcile", "source", reconcile["MemorySize"])
+    assert 0 < s6_init < cold_model.INIT_LIMIT_S
+    assert within + s6_init + _worst(synth, states, "Reconcile") + SLACK <= workflow
     # The guardrail then Converse, each at its client's worst, can fit the budget at all,
     # and S5's Lambda outlives them both plus its counting (it never cuts a sent call).
     billed = clients.GUARDRAIL.worst + _converse(synth).worst
@@ -143,3 +152,35 @@ def test_the_answer_paths_worst_case_fits_the_workflow_the_api_and_cloudfront(sy
     assert clients.EMBEDDING.worst < function_of(synth, "Retrieve")[1]["Properties"]["Timeout"]
     api = _integration_timeout(synth)
     assert workflow < api < synth.context["chatguard/edge"]["origin_timeout_seconds"]
+
+
+def test_a_cold_first_message_reaches_the_billed_calls_with_room_for_both(synth):
+    # Every step cold, from source (the slowest bundle synthesis ships), as the model
+    # measures them at the synthesized memory: S5 still starts the guardrail with room for
+    # it and Converse at their clients' worst, so the budget never refuses a cold message.
+    states = _definition(synth)["States"]
+    within = float(states["Invoke"]["Parameters"]["budget"]["withinSeconds"])
+    memory = {s.state: function_of(synth, s.state)[1]["Properties"]["MemorySize"] for s in STAGES}
+    assert memory == cold_model.memory()
+    reach = cold_model.cold_until("Invoke", "source", memory) + cold_model.EMBEDDING_WAIT_S
+    billed = clients.GUARDRAIL.worst + _converse(synth).worst
+    assert reach + billed <= within, f"a cold message reaches S5 at {reach:.2f} s"
+    # The old budget (21 s) left S6 no room for its cold start: 21 s + S6's INIT + its
+    # throttle wait and timeout + the slack passes the workflow's 28 s.
+    workflow = _workflow_timeout(synth)
+    assert (
+        21 + cold_model.settle_worst_seconds()
+        > workflow
+        >= within + cold_model.settle_worst_seconds()
+    )
+
+
+def test_a_converse_timeout_that_leaves_a_cold_message_no_room_is_refused():
+    ctx = copy.deepcopy(deploy_context())
+    window = loader.run_budget_seconds() - clients.GUARDRAIL.worst
+    read = math.floor(window - cold_model.reach_invoke_seconds()) - 1  # connect: 1 s
+    ctx["chatguard"]["bedrock_read_timeout_seconds"] = read
+    deploy_config.load(ctx)
+    ctx["chatguard"]["bedrock_read_timeout_seconds"] = read + 1
+    with pytest.raises(deploy_config.ConfigError, match="cold first message reaches S5"):
+        deploy_config.load(ctx)

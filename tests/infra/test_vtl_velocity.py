@@ -96,7 +96,10 @@ def _response_cases() -> list[tuple[str, int, dict[str, Any]]]:
         cases.append((succeeded({"statusCode": 200, "body": answer}), 200, answer))
         limited = {"reply": text, "limited": True}
         cases.append((succeeded({"statusCode": 200, "body": limited}), 200, limited))
-        degraded = {"reply": text, "degraded": True, "sources": SOURCES}
+        # A degraded answer with a fenced code block and "also see" pages (issue 28.3).
+        also = [{"page": "/b", "title": text}, {"page": "/c'd", "title": '"t"'}]
+        degraded = {"reply": f"{text}\n\n```\n<b>{text}</b>\n```", "degraded": True,
+                    "sources": SOURCES, "also": also}  # fmt: skip
         cases.append((succeeded({"statusCode": 200, "body": degraded}), 200, degraded))
         off = {"reply": text, "degraded": True, "off": True, "sources": []}
         cases.append((succeeded({"statusCode": 200, "body": off}), 200, off))

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from local.routes import EdgeOptions
-from local.runtime import LocalRuntime, Outcome
-from local.server import ChatServer, serve_in_thread
-from local.wire import Contention
+from local.engine.runtime import LocalRuntime, Outcome
+from local.engine.wire import Contention
+from local.server.routes import EdgeOptions
+from local.server.uvicorn_server import ChatServer, serve_in_thread
 from steps.lib.money import ledger
 from steps.lib.runtime.settings import DEFAULT_KNOWLEDGE_DIR, PROJECT_ROOT, Settings
 from tests.clock import at, pin

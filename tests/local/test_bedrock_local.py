@@ -21,9 +21,9 @@ from botocore.stub import ANY, Stubber
 from chatguard.cli import main
 from indexer.build import build
 from indexer.policy import IndexPolicy
-from local import bedrock_access
-from local.bedrock_access import BedrockAccess, BedrockSetupError, check_models, open_access
-from local.runtime import LocalRuntime
+from local.engine import bedrock_access
+from local.engine.bedrock_access import BedrockAccess, BedrockSetupError, check_models, open_access
+from local.engine.runtime import LocalRuntime
 from steps.lib.grounding.knowledge import bedrock_embedder_id
 from steps.lib.money import pricing
 from steps.lib.providers.hashing_embedder import HashingEmbedder
@@ -300,7 +300,7 @@ def test_the_offline_index_is_refused_for_bedrock_with_the_titan_command(
 def test_the_wire_lets_only_bedrock_runtime_reach_aws() -> None:
     from botocore.exceptions import EndpointConnectionError
 
-    from local.wire import Wire
+    from local.engine.wire import Wire
 
     class Request:
         headers: dict[str, str] = {}

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from local.runtime import LocalRuntime
+from local.engine.runtime import LocalRuntime
 from steps import invoke
 from steps.lib.money import pricing
 from steps.lib.providers import models

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chatguard.cli import main
-from local import conversation
+from local.commands import conversation
 from steps.lib.providers import models
 
 FIRST = "How do I pick a WAF rate limit?"

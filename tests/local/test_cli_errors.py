@@ -17,9 +17,9 @@ import pytest
 from chatguard.cli import main
 from indexer.build import build
 from indexer.policy import IndexPolicy
-from local import commands
-from local.routes import Dispatcher, EdgeOptions, Request
-from local.runtime import LocalRuntime
+from local.commands import chat_demo_serve as commands
+from local.engine.runtime import LocalRuntime
+from local.server.routes import Dispatcher, EdgeOptions, Request
 from steps.lib.providers.hashing_embedder import HashingEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,7 +91,7 @@ def test_a_missing_index_stops_the_command_naming_the_path_and_the_fix(
     err = capsys.readouterr().err
     assert code == 2
     assert len(err.strip().splitlines()) == 1, err
-    assert str(missing) in err and f"chatguard index SITE_DIR --out {missing}" in err
+    assert str(missing) in err and f"chatguard index examples/site --out {missing}" in err
     # Refused before any runtime started: asserted as such, not as "it took under 10 s",
     # which a loaded machine could break and a slow start could pass.
     assert started == []
@@ -199,7 +199,7 @@ def test_a_reader_that_leaves_early_is_no_error(knowledge_dir: Path) -> None:
 
 
 def test_an_ipv6_server_prints_a_url_that_works(runtime: LocalRuntime) -> None:
-    from local.server import ChatServer
+    from local.server.uvicorn_server import ChatServer
 
     try:
         server = ChatServer(("::1", 0), runtime, EdgeOptions())

@@ -1,7 +1,7 @@
 """Invariant 1, the hard cap, under concurrency: 64 simultaneous executions against a
 ceiling of three and a half worst-case messages never spend past it, even when every
 message is billed at the worst the provider could bill for what was sent, also with
-conflicts and throttles injected into every transaction (local/wire.py, ``Contention``)
+conflicts and throttles injected into every transaction (local/engine/wire.py, ``Contention``)
 and with the ceiling split into shards. The same harness with a check-then-add gate (read
 the total, then add) does overshoot, so the test can fail."""
 
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from local.runtime import LocalRuntime, Outcome
-from local.wire import Contention
+from local.engine.runtime import LocalRuntime, Outcome
+from local.engine.wire import Contention
 from steps.lib.money import ledger, pricing
 
 from .conftest import QUESTION, all_at_once, day_total, items_by_key, number, reservations

@@ -1,5 +1,5 @@
 """Contention end to end, on the real ASL: conflicts and throttles injected into DynamoDB
-transactions (local/wire.py) are retried; a reservation out of retries is a degraded answer
+transactions (local/engine/wire.py) are retried; a reservation out of retries is a degraded answer
 (no model call, not a 503); a settlement retries until it lands; a real outage still
 fails closed."""
 
@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 import pytest
 
-from local.runtime import LocalRuntime
-from local.wire import Contention, error_response
+from local.engine.runtime import LocalRuntime
+from local.engine.wire import Contention, error_response
 from steps.lib.money import ledger
 
 from .conftest import QUESTION, reservations

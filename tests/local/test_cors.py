@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from local.cors import OriginError, check_origins, decide
+from local.server.cors import OriginError, check_origins, decide
 
 SITE = "https://www.example.com"
 ALLOWED = (SITE, "http://127.0.0.1:8080")

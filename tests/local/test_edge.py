@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from local.edge import RateRule, address_key, socket_address
+from local.engine.edge import RateRule, address_key, socket_address
 
 
 def test_the_rate_rule_refuses_past_the_limit_until_the_window_moves_on() -> None:

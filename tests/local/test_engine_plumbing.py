@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from local.runtime import LocalRuntime
+from local.engine.runtime import LocalRuntime
 from steps.lib.runtime.settings import Settings
 
 from .conftest import ANSWERED_PATH
@@ -111,7 +111,7 @@ def test_dynamodb_calls_are_atomic_under_threads(stand_in_runtime: LocalRuntime)
 
 
 def test_a_cancelled_transaction_changes_nothing(stand_in_runtime: LocalRuntime) -> None:
-    """The cheaper rollback of local/dynamo_tx.py keeps TransactWriteItems all-or-nothing."""
+    """The cheaper rollback of local/engine/dynamo_tx.py keeps TransactWriteItems all-or-nothing."""
     ddb, table = stand_in_runtime.dynamodb, stand_in_runtime.settings.table_name
 
     def key(name: str) -> dict[str, Any]:
@@ -135,7 +135,7 @@ def test_a_cancelled_transaction_changes_nothing(stand_in_runtime: LocalRuntime)
     assert stand_in_runtime.ledger_items()[0]["n"] == {"N": "6"}
 
 
-# -- the wait: woken by the execution's end (local/engine.py), every ending returned -------
+# -- the wait: woken by the execution's end (local/engine/step_functions.py), every ending returned
 
 
 @pytest.fixture
@@ -143,7 +143,7 @@ def signal_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """The wait's safety recheck pushed out to an hour: only the ending's signal can wake it
     before the engine's own timeout (60 s), which then answers TIMED_OUT and fails the
     test. A wait that polled, or a signal that never came, fails these tests."""
-    monkeypatch.setattr("local.engine._RECHECK_SECONDS", 3600.0)
+    monkeypatch.setattr("local.engine.step_functions._RECHECK_SECONDS", 3600.0)
 
 
 def _runs(runtime: LocalRuntime, handlers: dict[str, Any]) -> Any:
@@ -224,8 +224,8 @@ def test_an_ending_signalled_while_the_wait_sleeps_wakes_it(
 ) -> None:
     """The sleep ends because an ending woke it (its select found a byte), not because its
     time ran out: a wait that nobody wakes sleeps out its recheck here, and fails."""
-    from local import wakeup
-    from local.engine import Engine
+    from local.engine import wakeup
+    from local.engine.step_functions import Engine
 
     woken: list[bool] = []
 
@@ -253,7 +253,7 @@ def test_an_ending_signalled_while_the_wait_sleeps_wakes_it(
 
 
 def test_a_wait_past_its_timeout_returns_false_without_an_ending() -> None:
-    from local.engine import Engine
+    from local.engine.step_functions import Engine
 
     engine = Engine(region="us-east-1", dispatch=lambda *a: None, timeout_seconds=0)
     assert engine._wait(lambda: False) is False

@@ -1,7 +1,7 @@
 """Invariants 2 and 3 under injected faults: a dependency failing before the model call
 fails closed (503, no model call); a model failure leaves the reservation standing.
 
-Faults are injected at the wire seam (local/wire.py), below the real boto3 clients of the
+Faults are injected at the wire seam (local/engine/wire.py), below the real boto3 clients of the
 handlers, so the handlers' own error mapping and retry settings are what is tested. Moto
 does not emulate Bedrock Runtime: the Bedrock cases script its answers at the same seam
 and run the real Converse adapter (model_backend="bedrock")."""
@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import pytest
 
-from local.runtime import LocalRuntime
-from local.wire import error_response, json_response, timeout_response
+from local.engine.runtime import LocalRuntime
+from local.engine.wire import error_response, json_response, timeout_response
 
 from .conftest import QUESTION, VISITOR, day_total, number, reservations
 

@@ -12,9 +12,9 @@ import pytest
 import schemathesis
 from schemathesis import GenerationMode, checks
 
-from local.routes import EdgeOptions
-from local.runtime import LocalRuntime
-from local.server import ChatServer, serve_in_thread
+from local.engine.runtime import LocalRuntime
+from local.server.routes import EdgeOptions
+from local.server.uvicorn_server import ChatServer, serve_in_thread
 from steps.lib.runtime.settings import Settings
 
 OPENAPI = Path(__file__).resolve().parents[2] / "steps" / "lib" / "request" / "openapi.json"

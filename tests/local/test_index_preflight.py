@@ -11,8 +11,8 @@ import pytest
 from chatguard.cli import main
 from indexer.build import build
 from indexer.policy import IndexPolicy
-from local.commands import local_settings
-from local.preflight import knowledge_problem
+from local.commands.chat_demo_serve import local_settings
+from local.commands.preflight import knowledge_problem
 from steps.lib.grounding.knowledge import SCHEMA_VERSION, load_knowledge, seal
 from steps.lib.providers.hashing_embedder import HashingEmbedder
 from steps.lib.providers.local_embedder import MAX_TOKENS, embedder_id
@@ -41,7 +41,7 @@ def test_a_hashing_index_under_the_offline_default_names_the_local_rebuild(
     problem = knowledge_problem(local_settings())
     assert problem is not None and "\n" not in problem
     assert "embedder 'hashing-v2'" in problem and f"'{LOCAL_MODEL_ID}'" in problem
-    assert problem.endswith(f"chatguard index SITE_DIR --out {index}")
+    assert problem.endswith(f"chatguard index examples/site --out {index}")
 
 
 def rewrite(index: Path, **changes: object) -> None:
@@ -97,4 +97,4 @@ def test_an_index_of_the_local_model_cut_elsewhere_names_the_local_rebuild(
     problem = knowledge_problem(local_settings())
     assert problem is not None and "\n" not in problem
     assert f"embedder '{embedder_id(MAX_TOKENS * 2)}'" in problem
-    assert problem.endswith(f"chatguard index SITE_DIR --out {index}")
+    assert problem.endswith(f"chatguard index examples/site --out {index}")

@@ -20,7 +20,7 @@ print(sorted(m for m in ("moto.ec2.models", "moto.batch.models") if m in sys.mod
 """
 
 READS_THE_BACKENDS = """
-from local import light_imports
+from local.engine import light_imports
 light_imports.defer()
 import moto.ssm.models
 from moto.backends import get_backend
@@ -40,7 +40,7 @@ def _run(code: str) -> str:
 
 
 def test_the_runtimes_imports_leave_ec2_and_batch_unimported() -> None:
-    deferred = "from local import light_imports\nlight_imports.defer()"
+    deferred = "from local.engine import light_imports\nlight_imports.defer()"
     assert _run(IMPORTS_WHAT_THE_RUNTIME_DOES.format(defer=deferred)) == "[]"
     # Without the deferral the same imports load both models (what the deferral saves).
     both = "['moto.batch.models', 'moto.ec2.models']"

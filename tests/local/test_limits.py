@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chatguard.cli import main
-from local import limits
-from local.server import ChatServer
+from local.commands import limits
+from local.server.uvicorn_server import ChatServer
 from steps.lib.money.pricing import largest_reserve_micros
 from steps.lib.runtime.settings import Settings
 
@@ -73,8 +73,8 @@ def test_serve_says_the_limits_at_start_up(
 
 
 def test_a_tiny_ceiling_shows_the_visitors_share_in_micro_dollars() -> None:
-    from local.commands import local_settings
-    from local.limits import summary
+    from local.commands.chat_demo_serve import local_settings
+    from local.commands.limits import summary
 
     line = summary(local_settings(daily_ceiling_usd="0.001"))[0]
     assert "(0.05 of the day = $0.000050," in line and "$0.0000," not in line

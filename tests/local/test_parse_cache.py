@@ -1,4 +1,4 @@
-"""The parsed ASL program is kept between runs (local/parse_cache.py): parsed once per
+"""The parsed ASL program is kept between runs (local/engine/parse_cache.py): parsed once per
 definition, reused by the next process, parsed again when the entry is damaged, never
 unpickled from a directory others can write, and the cached program runs the workflow."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from local import parse_cache
+from local.engine import parse_cache
 
 
 class CountingParse:
@@ -73,7 +73,7 @@ def test_the_cached_program_runs_the_workflow(
     cache: Path, monkeypatch: pytest.MonkeyPatch, make_runtime: Any
 ) -> None:
     """A fresh process's view: the in-memory copy forgotten, the program read from disk."""
-    from local import engine
+    from local.engine import step_functions as engine
 
     monkeypatch.setattr(engine, "_PARSED", {})
     make_runtime().close()  # parses and writes the entry

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from local.runtime import LocalRuntime
-from local.wire import error_response
+from local.engine.runtime import LocalRuntime
+from local.engine.wire import error_response
 from steps.lib.money import pricing
 from tests.fakes import model_fails
 

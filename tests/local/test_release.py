@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from local.runtime import LocalRuntime
+from local.engine.runtime import LocalRuntime
 from steps import invoke
 from steps.lib.money import pricing
 from steps.lib.money.byte_bound import text_bound

@@ -1,5 +1,5 @@
 """`chatguard chat --server URL`: one message to a `chatguard serve` already running, only
-when asked (local/remote_chat.py), saying which server answered; anything that shapes an
+when asked (local/commands/remote_chat.py), saying which server answered; anything that shapes an
 in-process run, or a server that does not answer, is one line and exit code 2."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from collections.abc import Callable
 import pytest
 
 from chatguard.cli import main
-from local.runtime import LocalRuntime
-from local.server import ChatServer
+from local.engine.runtime import LocalRuntime
+from local.server.uvicorn_server import ChatServer
 
 QUESTION = "How do I pick a WAF rate limit?"
 

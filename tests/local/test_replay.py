@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from local.runtime import LocalRuntime, Outcome
+from local.engine.runtime import LocalRuntime, Outcome
 from steps.lib.money import metering, pricing
 from steps.lib.money.byte_bound import (
     MESSAGE_OVERHEAD_TOKENS,

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-import local.runtime
+import local.engine.runtime
 from infra import vtl
-from local.engine import Finished
-from local.results import http_reply
-from local.runtime import LocalRuntime, Outcome
+from local.engine.results import http_reply
+from local.engine.runtime import LocalRuntime, Outcome
+from local.engine.step_functions import Finished
 from steps.lib.request.reply import project, reply_fields
 from steps.lib.runtime.settings import Settings
 from tests.fakes import model_fails
@@ -47,7 +47,7 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> list[Finished]:
         seen.append(finished)
         return http_reply(finished)
 
-    monkeypatch.setattr(local.runtime, "http_reply", capture)
+    monkeypatch.setattr(local.engine.runtime, "http_reply", capture)
     return seen
 
 

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from chatguard.cli import main
-from local import commands
-from local.render import message_lines, quiet_logs
-from local.routes import Dispatcher, EdgeOptions, Request, message_line
-from local.runtime import LocalRuntime
+from local.commands import chat_demo_serve as commands
+from local.commands.render import message_lines, quiet_logs
+from local.engine.runtime import LocalRuntime
+from local.server.routes import Dispatcher, EdgeOptions, Request, message_line
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAT = {"message": "How does the WAF rate-based rule protect the chat?"}

@@ -7,8 +7,8 @@ import http.client
 import json
 from collections.abc import Callable
 
-from local.runtime import LocalRuntime
-from local.server import ChatServer
+from local.engine.runtime import LocalRuntime
+from local.server.uvicorn_server import ChatServer
 
 SITE = "http://site.example"
 

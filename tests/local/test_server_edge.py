@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import pytest
 
-from local.runtime import LocalRuntime
-from local.server import ChatServer
+from local.engine.runtime import LocalRuntime
+from local.server.uvicorn_server import ChatServer
 
 from .conftest import QUESTION, post
 

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from local import server as server_module
-from local.results import FAIL_CLOSED
-from local.routes import EdgeOptions
-from local.runtime import LocalRuntime
-from local.server import ChatServer, read_body
-from local.stdlib_server import stdlib_serve_in_thread
+from local.engine.results import FAIL_CLOSED
+from local.engine.runtime import LocalRuntime
+from local.server import uvicorn_server as server_module
+from local.server.routes import EdgeOptions
+from local.server.stdlib_server import stdlib_serve_in_thread
+from local.server.uvicorn_server import ChatServer, read_body
 from tests.load import burst
 
 from .conftest import QUESTION

@@ -1,4 +1,4 @@
-"""botocore Loaders share what they parse (local/shared_models.py), keyed by what decides
+"""botocore Loaders share what they parse (local/engine/shared_models.py), keyed by what decides
 the answer: two Loaders that would read the same files answer with one object, and a
 Loader that searches elsewhere still reads its own."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from botocore.loaders import Loader
 
-from local import shared_models
+from local.engine import shared_models
 
 TINY_STS = {"version": "2.0", "metadata": {"endpointPrefix": "sts"}, "operations": {}, "shapes": {}}
 

@@ -14,9 +14,9 @@ from chatguard.cli import main
 from indexer.build import build
 from indexer.policy import IndexPolicy
 from indexer.provenance import drift, read_record
-from local.commands import local_settings
-from local.preflight import index_permalinks, pairing_problem
-from local.runtime import LocalRuntime
+from local.commands.chat_demo_serve import local_settings
+from local.commands.preflight import index_permalinks, pairing_problem
+from local.engine.runtime import LocalRuntime
 from steps.lib.grounding.knowledge import load_knowledge, seal
 from steps.lib.providers.hashing_embedder import HashingEmbedder
 
@@ -98,7 +98,8 @@ def test_an_index_of_another_site_beside_the_default_site_is_refused(
     assert main([*command, "--knowledge", str(knowledge)]) == 2
     err = one_line(capsys)
     assert "built from site 'bakery' (3 pages)" in err and "(1 page in common)" in err
-    assert "add `--site DIR`" in err and f"--out {knowledge} --embedder hashing`" in err
+    assert "add `--site DIR`, the folder 'bakery' it was built from" in err
+    assert "--out" not in err  # the index the user named is never to be overwritten
     assert nothing_starts == []
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from local.runtime import LocalRuntime
+from local.engine.runtime import LocalRuntime
 from steps.lib.money import pricing
 from steps.lib.providers import models
 from steps.lib.runtime import clients, secrets
@@ -86,7 +86,7 @@ def test_an_embedding_that_could_not_end_within_the_budget_is_not_sent(
     runtime: LocalRuntime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # S4 starts 19 s into the run (slow steps before it); Titan's client may take 3 s and
-    # the run budget ends at 21 s: S4 sends nothing and the reservation is released.
+    # the run budget ends at 20 s: S4 sends nothing and the reservation is released.
     clock = [NOON]
     monkeypatch.setattr(time, "time", lambda: clock[0])
     real = models.query_embedder

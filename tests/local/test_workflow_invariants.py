@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from local.runtime import LocalRuntime
-from local.server import ChatServer
-from local.wire import Contention
+from local.engine.runtime import LocalRuntime
+from local.engine.wire import Contention
+from local.server.uvicorn_server import ChatServer
 from statemachine import loader
 from steps.lib.providers import models
 from steps.lib.request.identity import day_of

@@ -10,7 +10,7 @@ import pytest
 import requests
 from moto import mock_aws
 
-from local.tables import create_ledger_table
+from local.engine.tables import create_ledger_table
 from steps.lib.runtime.settings import Settings
 
 REGION = "us-east-1"

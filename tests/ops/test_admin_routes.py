@@ -1,4 +1,5 @@
-"""local/admin.py: the routes `--local` calls, their errors, and nothing written on bad input."""
+"""local/server/admin.py: the routes `--local` calls, their errors, and nothing written on bad
+input."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from local import admin
-from local.tracing import AwsCall, StepRecord, Trace
+from local.engine.tracing import AwsCall, StepRecord, Trace
+from local.server import admin
 from steps.lib.money import ledger
 
 

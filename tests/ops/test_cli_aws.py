@@ -7,7 +7,7 @@ import json
 import pytest
 
 from chatguard.cli import main
-from local.tables import create_ledger_table
+from local.engine.tables import create_ledger_table
 from ops.aws import Aws, api_chat_url, find_output, stack_outputs
 from steps.lib.runtime.secrets import parse_secret
 

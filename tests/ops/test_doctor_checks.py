@@ -12,8 +12,12 @@ from pathlib import Path
 import pytest
 from botocore.stub import ANY, Stubber
 
-from ops import deployed, doctor_account, doctor_alarm, doctor_bedrock, doctor_waf
-from ops.deployed import IndexHeader
+from ops.doctor import account as doctor_account
+from ops.doctor import alarm as doctor_alarm
+from ops.doctor import bedrock as doctor_bedrock
+from ops.doctor import deployed
+from ops.doctor import waf as doctor_waf
+from ops.doctor.deployed import IndexHeader
 from steps.lib.runtime.settings import Settings
 
 from . import doctor_accounts as acct

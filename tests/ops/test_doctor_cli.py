@@ -21,6 +21,7 @@ STACK = "ChatguardChat"
 EDGE = "ChatguardEdge-eu-west-1"
 TABLE = "ChatguardChat-LedgerTable1A2B-XYZ"
 EDGE_ALARM = "ChatguardEdge-eu-west-1-RateBlocked-XYZ"
+EDGE_TOPIC = f"arn:aws:sns:us-east-1:{acct.ACCOUNT}:ChatguardEdge-eu-west-1-AlertsTopic-XYZ"
 STEPS = ("OriginVerify", "Quota", "CostGate", "Retrieve", "Invoke", "Reconcile", "Degraded")
 ENV = {
     "Quota": {"CHATGUARD_TABLE_NAME": TABLE},
@@ -111,11 +112,26 @@ def _account(stubs: dict[tuple[str, str], Stubber], chat_alarm: str) -> None:
     stubs["budgets", us].add_response("describe_budget", acct.budget(billed))
     stubs["ce", us].add_response("get_cost_and_usage", acct.cost_groups(*billed))
     _alarm(stubs["cloudwatch", acct.REGION], acct.ALARM, chat_alarm)
-    edge = [_resource("RateBlockedAlarm", "AWS::CloudWatch::Alarm", EDGE_ALARM)]
+    edge = [
+        _resource("RateBlockedAlarm", "AWS::CloudWatch::Alarm", EDGE_ALARM),
+        _resource("AlertsTopic", "AWS::SNS::Topic", EDGE_TOPIC),
+    ]
     stubs["cloudformation", us].add_response(
         "list_stack_resources", {"StackResourceSummaries": edge}, {"StackName": EDGE}
     )
     _alarm(stubs["cloudwatch", us], EDGE_ALARM, acct.DELIVERED)
+    _subscribed(stubs["sns", acct.REGION], acct.TOPIC)
+    stubs["cloudformation", us].add_response(
+        "list_stack_resources", {"StackResourceSummaries": edge}, {"StackName": EDGE}
+    )
+    _subscribed(stubs["sns", us], EDGE_TOPIC)
+
+
+def _subscribed(stub: Stubber, topic: str) -> None:
+    confirmed = {"SubscriptionArn": f"{topic}:0a1b2c3d", "Protocol": "email", "TopicArn": topic}
+    stub.add_response(
+        "list_subscriptions_by_topic", {"Subscriptions": [confirmed]}, {"TopicArn": topic}
+    )
 
 
 @pytest.fixture
@@ -138,6 +154,7 @@ def stubbed(monkeypatch: pytest.MonkeyPatch):
         ("bedrock-runtime", acct.REGION), ("cloudfront", "us-east-1"), ("wafv2", "us-east-1"),
         ("sts", acct.REGION), ("budgets", "us-east-1"), ("ce", "us-east-1"),
         ("cloudwatch", acct.REGION), ("cloudformation", "us-east-1"), ("cloudwatch", "us-east-1"),
+        ("sns", acct.REGION), ("sns", "us-east-1"),
     ]:  # fmt: skip
         client(Aws(), service, region=region)
     with ExitStack() as stack:
@@ -164,8 +181,8 @@ def test_a_healthy_deployment_passes_every_check(stubbed, tmp_path, capsys):
         stub.assert_no_pending_responses()
     assert code == 0, out
     checks = [line for line in out.splitlines() if line.startswith("PASS")]
-    assert len(checks) == 9, out
-    assert "9 pass" in out and "fix:" not in out
+    assert len(checks) == 11, out
+    assert "11 pass" in out and "fix:" not in out
 
 
 def test_a_topic_that_refuses_cloudwatch_fails_the_run_with_its_fix(stubbed, tmp_path, capsys):
@@ -176,7 +193,7 @@ def test_a_topic_that_refuses_cloudwatch_fails_the_run_with_its_fix(stubbed, tmp
     failing = [line for line in out.splitlines() if line.startswith("FAIL")]
     assert len(failing) == 1 and f"({STACK})" in failing[0] and "not authorized" in failing[0]
     assert "fix: let cloudwatch.amazonaws.com publish to the topic" in out
-    assert "8 pass, 1 fail" in out
+    assert "10 pass, 1 fail" in out
 
 
 def test_a_read_the_operator_may_not_make_cannot_test_and_does_not_fail(stubbed, tmp_path, capsys):
@@ -225,3 +242,15 @@ def test_every_doctor_option_has_help_and_the_help_ends_with_examples(capsys):
     with pytest.raises(SystemExit):
         main(["doctor", "--help"])
     assert "examples:\n  chatguard doctor" in capsys.readouterr().out
+
+
+def test_a_topic_nobody_confirmed_fails_the_run(stubbed, tmp_path, capsys):
+    # The alarm reached the topic ("Successfully executed action") and yet nobody is told.
+    _account(stubbed, acct.DELIVERED)
+    sns = _restubbed(stubbed, "sns")
+    pending = {"SubscriptionArn": "PendingConfirmation", "Protocol": "email"}
+    sns.add_response("list_subscriptions_by_topic", {"Subscriptions": [pending]})
+    assert main(_doctor(tmp_path)) == 1
+    out = capsys.readouterr().out
+    (failing,) = [line for line in out.splitlines() if line.startswith("FAIL")]
+    assert f"({EDGE})" in failing and "pending confirmation" in failing

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from local.routes import EdgeOptions
-from local.runtime import LocalRuntime
-from local.server import serve_in_thread
+from local.engine.runtime import LocalRuntime
+from local.server.routes import EdgeOptions
+from local.server.uvicorn_server import serve_in_thread
 from ops import verify
 from steps.lib.providers import models
 from steps.lib.providers.models import ModelReply

@@ -3,9 +3,9 @@ defense failed, and every row is still printed, saying why it could not run."""
 
 from __future__ import annotations
 
-from local.routes import EdgeOptions
-from local.runtime import LocalRuntime
-from local.server import serve_in_thread
+from local.engine.runtime import LocalRuntime
+from local.server.routes import EdgeOptions
+from local.server.uvicorn_server import serve_in_thread
 from ops import verify
 from steps.lib.runtime.settings import Settings, cdk_context
 

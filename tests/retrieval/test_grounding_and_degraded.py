@@ -7,7 +7,7 @@ import pytest
 
 from steps.lib.grounding.followup import plain_query
 from steps.lib.grounding.knowledge import Chunk, Knowledge, build_knowledge, lexical_stats
-from steps.lib.grounding.retrieval import degraded_answer, rank, select_grounding
+from steps.lib.grounding.retrieval import degraded_answer, grounding, rank
 from steps.lib.providers.hashing_embedder import HashingEmbedder
 from steps.lib.runtime.settings import Settings
 from tests.bench.quality import overlap_scores
@@ -15,6 +15,16 @@ from tests.bench.quality import overlap_scores
 from .conftest import SAMPLE_SITE
 
 PAGE = "/posts/waf-rate-limiting"
+
+
+def select_grounding(
+    kb: Knowledge,
+    ranked: list[tuple[int, float]],
+    page: str | None,
+    budget_tokens: int,
+    top_k: int = 5,
+) -> list[Chunk]:
+    return [kb.chunks[i] for i in grounding(kb, ranked, page, budget_tokens, top_k).chosen]
 
 
 @pytest.fixture
@@ -30,15 +40,17 @@ def test_grounding_leads_with_the_top_matches_then_the_current_page(
     matches = [kb.chunks[i] for i, _ in ranked[:5]]
     assert chosen[:5] == matches  # what an answer cites leads the reference
     assert chosen[0].page == "/posts/phishing-email-authentication"
+    # Then the page, within its share of the budget (selection.PAGE_SHARE of 100,000).
     assert chosen[5:] == [kb.chunks[i] for i in kb.page_chunks(PAGE) if kb.chunks[i] not in matches]
 
 
-def test_the_current_page_still_has_first_call_on_the_budget(
+def test_the_matches_have_first_call_on_the_budget(
     kb: Knowledge, ranked: list[tuple[int, float]]
 ) -> None:
     page_tokens = sum(kb.chunks[i].tokens for i in kb.page_chunks(PAGE))
     chosen = select_grounding(kb, ranked, PAGE, budget_tokens=page_tokens, top_k=5)
-    assert {c.id for c in chosen} == {kb.chunks[i].id for i in kb.page_chunks(PAGE)}
+    assert chosen[0] == kb.chunks[ranked[0][0]]
+    assert {c.page for c in chosen} != {PAGE}
 
 
 def test_grounding_never_repeats_a_chunk(kb: Knowledge, embedder: HashingEmbedder) -> None:
@@ -57,8 +69,8 @@ def test_grounding_stays_within_the_token_budget(
     assert sum(c.tokens for c in chosen) <= budget
     # Greedy and not lazy: nothing skipped would still have fit in what is left.
     left = budget - sum(c.tokens for c in chosen)
-    candidates = list(kb.page_chunks(PAGE)) + [i for i, _ in ranked[:5]]
-    skipped = [kb.chunks[i] for i in candidates if kb.chunks[i] not in chosen]
+    matches = [i for i, _ in ranked[:5]]
+    skipped = [kb.chunks[i] for i in matches if kb.chunks[i] not in chosen]
     assert all(c.tokens > left for c in skipped)
 
 

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from steps.lib.grounding.knowledge import Chunk, Knowledge
-from steps.lib.grounding.retrieval import follow_up_query, rank, select_grounding
+from steps.lib.grounding.retrieval import follow_up_query, ground
 from steps.lib.providers.hashing_embedder import HashingEmbedder
 from steps.lib.providers.offline import NO_MATCH, OFFLINE_PREFIX, compose_reply
 from steps.lib.text import prompt
 from steps.lib.text.tokens import count_tokens
-from steps.retrieve import TOP_MATCHES, _sources
+from steps.retrieve import TOP_MATCHES, sources_of
 
 SYNOPSIS = {
     "page": "/commands/npm-ci",
@@ -80,10 +80,10 @@ def test_on_the_sample_site_every_quoted_sentence_comes_from_a_cited_chunk(
 ) -> None:
     for q in questions:
         history = [{"role": "user", "content": q["previous"]}] if "previous" in q else []
-        query = follow_up_query(q["question"], history, history_chars=2000)
-        ranked = rank(kb, embedder.embed([query.text])[0], query, limit=TOP_MATCHES)
-        chunks: list[Chunk] = select_grounding(kb, ranked, page, 1500, top_k=TOP_MATCHES)
-        cited = _sources(chunks, [kb.chunks[i].id for i, _ in ranked])
+        query = follow_up_query(q["question"], history, history_chars=2000, page=page)
+        found = ground(kb, embedder.embed([query.text])[0], query, 1500, TOP_MATCHES)
+        chunks: list[Chunk] = found.chunks
+        cited = [{"page": s["page"], "heading": s["heading"]} for s in sources_of(found.cited)]
         grounding = [{"page": c.page, "heading": c.heading, "text": c.text} for c in chunks]
         reply = compose_reply(prompt.system_text(grounding), [user(q["question"])], 500)
         texts = [

@@ -15,7 +15,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from local.tables import create_ledger_table
+from local.engine.tables import create_ledger_table
 from steps.lib.providers import models
 from steps.lib.providers.models import GuardVerdict, ModelReply
 from steps.lib.runtime import caches

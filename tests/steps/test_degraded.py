@@ -3,6 +3,8 @@ of docs/internals.md."""
 
 from __future__ import annotations
 
+import re
+
 from steps import degraded
 
 from .conftest import load_event
@@ -15,9 +17,11 @@ def test_degraded_answers_with_the_closest_section_verbatim(aws):
     assert body["reply"].startswith("Reduced service: here is the closest section of this site.")
     assert "60, 120, 300 or 600 seconds" in body["reply"]
     assert body["sources"][0]["heading"] not in body["reply"]  # the trail is the link, once
-    assert body["sources"] == [
-        {"page": "/posts/waf.html", "heading": body["sources"][0]["heading"]}
-    ]
+    (source,) = body["sources"]
+    assert source["page"] == "/posts/waf.html" and set(source) == {"page", "heading", "anchor"}
+    # The section's own link: a Markdown page's heading slug, as the demo site renders it.
+    assert source["anchor"] == re.sub(r"[^a-z0-9]+", "-", source["heading"].split(" > ")[-1]
+                                      .lower()).strip("-")  # fmt: skip
 
 
 def test_degraded_never_embeds_or_calls_the_model(aws, responder, monkeypatch):
@@ -52,3 +56,26 @@ def test_a_spent_day_names_no_release_time(aws):
     event = load_event("degraded") | {"reason": "ceiling", "releasedAt": None}
     body = degraded.handler(event, None)["body"]
     assert "released" not in body["reply"] and "releasedAt" not in body
+
+
+def test_degraded_links_up_to_two_other_pages_with_their_titles(aws):
+    event = load_event("degraded")
+    event["request"]["message"] = "Which rate limit windows and cost ceilings does this site use?"
+    body = degraded.handler(event, None)["body"]
+    assert body["sources"][0]["page"] == "/posts/waf.html"
+    # The other pages that share a term (both here), with the titles of their first heading.
+    assert sorted(body["also"], key=lambda a: a["page"]) == [
+        {"page": "/index.html", "title": "Home"},
+        {"page": "/posts/budgets.html", "title": "Budgets and ceilings"},
+    ]
+
+
+def test_a_page_that_shares_no_term_is_never_linked(aws):
+    body = degraded.handler(load_event("degraded"), None)["body"]
+    assert all(a["page"] != "/posts/budgets.html" for a in body["also"])
+
+
+def test_degraded_without_a_match_links_nothing(aws):
+    event = load_event("degraded")
+    event["request"]["message"] = "zzzz qqqq"
+    assert "also" not in degraded.handler(event, None)["body"]

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..providers.local_embedder import is_local_model
 from ..runtime.errors import KnowledgeError
+from . import selection
 from .followup import Query, follow_up_query, plain_query
 from .knowledge import Chunk, Knowledge
 
@@ -58,9 +59,11 @@ LOCAL_FEEDBACK_TOP = 5
 LOCAL_FEEDBACK_WEIGHT = 0.0
 PAGE_WEIGHT = 0.4  # of the page's BM25 inside the lexical part
 # Added to the chunks of the page the visitor is reading: it lifts them for a vague
-# follow-up without overriding a clear match elsewhere (docs/benchmarks.md measures the
-# questions asked from an unrelated page: 0.3 cost 0.06 MRR there, 0.15 almost nothing).
-CURRENT_PAGE_WEIGHT = 0.15
+# follow-up without overriding a clear match elsewhere. docs/benchmarks.md ("Asked from
+# where the visitor stands") measures it on real sites asked from an unrelated long page,
+# the home page and the page itself: 0.15 cost up to 0.10 MRR there, 0.05 at most 0.02,
+# and 0.05 still lifts the page itself for a question asked on it (0 does not).
+CURRENT_PAGE_WEIGHT = 0.05
 K1 = 1.2
 B = 0.75
 # Measured (docs/benchmarks.md): a boosted heading field did not help beside the cosine
@@ -271,36 +274,62 @@ def rank(
     kb: Knowledge, query_vector: np.ndarray, query: Query | str, *, limit: int | None = None
 ) -> list[tuple[int, float]]:
     """(chunk index, score) best first; ties keep document order. `limit` keeps the top N."""
-    total = scores(kb, query_vector, query)
+    return ranked_by(scores(kb, query_vector, query), limit)
+
+
+def ranked_by(total: np.ndarray, limit: int | None = None) -> list[tuple[int, float]]:
+    """(chunk index, score) of `total` best first; `limit` keeps the top N."""
     best = order(total, limit)
     return list(zip(best.tolist(), total[best].tolist(), strict=True))
 
 
-def select_grounding(
+def grounding(
     kb: Knowledge,
     ranked: Sequence[tuple[int, float]],
     page: str | None,
     budget_tokens: int,
     top_k: int = 5,
-) -> list[Chunk]:
-    """The top_k matches and the current page's chunks, de-duplicated, within budget.
+    *,
+    total: np.ndarray | None = None,
+    about_page: bool = False,
+) -> selection.Selection:
+    """selection.py's policy: the top_k matches first, then the current page's chunks
+    ranked by `total` (their scores for the question) within a bounded share of the
+    budget; the page itself first when the message is about it. Never over budget."""
+    relevance = None if total is None else (lambda index: float(total[index]))
+    return selection.select(
+        kb, ranked, page, budget_tokens, top_k=top_k, relevance=relevance, about_page=about_page
+    )
 
-    Chosen greedily with the current page first, then the matches (a chunk that would
-    overflow the budget is skipped: a later, shorter one may still fit), so the total never
-    exceeds `budget_tokens`. Returned best match first and the page's other chunks after
-    them: what an answer cites leads the reference, and the prompt trims from the end.
-    """
-    matches = [index for index, _ in ranked[:top_k]]
-    chosen: dict[int, Chunk] = {}
-    used = 0
-    for index in list(kb.page_chunks(page)) + matches:
-        chunk = kb.chunks[index]
-        if index not in chosen and used + chunk.tokens <= budget_tokens:
-            chosen[index] = chunk
-            used += chunk.tokens
-    leading = [index for index in dict.fromkeys(matches) if index in chosen]
-    rest = sorted(chosen.keys() - set(leading))
-    return [chosen[index] for index in leading + rest]
+
+@dataclass(frozen=True, slots=True)
+class Grounded:
+    chunks: list[Chunk]  # the grounding, in reference order
+    cited: list[Chunk]  # what the answer cites, best first
+    ranked: list[tuple[int, float]]  # the top matches, (chunk index, score)
+
+
+def ground(
+    kb: Knowledge, query_vector: np.ndarray, query: Query, budget_tokens: int, top_k: int = 5
+) -> Grounded:
+    """What S4 does after the embedding: rank, then select within the budget from the page
+    the query carries (a message about that page grounds on the page itself)."""
+    total = scores(kb, query_vector, query)
+    ranked = ranked_by(total, top_k)
+    about = selection.asks_about_this_page(query.message or query.text)
+    picked = grounding(kb, ranked, query.page, budget_tokens, top_k, total=total, about_page=about)
+    return Grounded(
+        [kb.chunks[i] for i in picked.chosen], [kb.chunks[i] for i in picked.cited], ranked
+    )
+
+
+ALSO_PAGES = 2  # other pages a degraded answer links ("also see"), ranked next
+
+
+@dataclass(frozen=True, slots=True)
+class Degraded:
+    chunk: Chunk  # the section quoted verbatim
+    also: tuple[str, ...]  # up to ALSO_PAGES other pages, best first
 
 
 def degraded_answer(
@@ -310,15 +339,29 @@ def degraded_answer(
     page: str | None = None,
     query_vector: np.ndarray | None = None,
 ) -> Chunk | None:
-    """The best match for a degraded answer, or None when the message has no content term
-    or no chunk shares a term with the query.
+    """The section a degraded answer quotes (`degraded_choice`'s chunk), or None."""
+    found = degraded_choice(kb, query, page=page, query_vector=query_vector)
+    return None if found is None else found.chunk
+
+
+def degraded_choice(
+    kb: Knowledge,
+    query: Query | str,
+    *,
+    page: str | None = None,
+    query_vector: np.ndarray | None = None,
+) -> Degraded | None:
+    """The best match for a degraded answer and the next pages to link, or None when the
+    message has no content term or no chunk shares a term with the query.
 
     It never pays for an embedding: degraded mode runs when the budget is spent. Without
     ``query_vector`` it ranks by the hybrid's lexical part (chunk + page BM25): the page
     part makes the page that discusses the question beat a glossary that merely mentions
     its terms. With the local model's ``query_vector`` (computed on this CPU, at no model
     cost) it ranks by the same hybrid score as S4, cosine included. Exact ties go to the
-    visitor's current page, then to document order.
+    visitor's current page, then to document order. The "also see" pages are the next
+    pages by their best chunk that share a term with the query: a visitor whose answer is
+    on the second page still gets there in one click.
     """
     query = as_query(query)
     if query.own_terms == 0:  # only stop words or punctuation: nothing to look for
@@ -329,4 +372,18 @@ def degraded_answer(
     total = lexical if query_vector is None else scores(kb, query_vector, query)
     best = np.flatnonzero(total == total.max()).tolist()
     current = set(kb.page_chunks(page))
-    return kb.chunks[min(best, key=lambda index: (index not in current, index))]
+    chunk = kb.chunks[min(best, key=lambda index: (index not in current, index))]
+    also: list[str] = []
+    for index in order(np.where(lexical > 0, total, -np.inf)).tolist():
+        if lexical[index] <= 0 or len(also) == ALSO_PAGES:
+            break
+        found = kb.chunks[index].page
+        if found != chunk.page and found not in also:
+            also.append(found)
+    return Degraded(chunk, tuple(also))
+
+
+def page_title(kb: Knowledge, page: str) -> str:
+    """The first part of the heading trail of the page's first chunk: its title."""
+    chunks = kb.page_chunks(page)
+    return kb.chunks[chunks[0]].heading.split(" > ")[0] if chunks else page

@@ -1,6 +1,6 @@
 """The CORS contract of POST /chat: which site origins may embed the widget, and what the
 preflight allows. CloudFront's response headers policy applies it on AWS
-(infra/blocks/site_distribution.py) and local/cors.py on the local server, both from here,
+(infra/blocks/site_distribution.py) and local/server/cors.py on the local server, both from here,
 so infrastructure does not depend on the local runtime.
 
 An origin is allowed only when it is exactly in the list (cdk.json ``chatguard/edge``

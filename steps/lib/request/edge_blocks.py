@@ -1,7 +1,7 @@
 """What the edge answers when WAF blocks POST /chat: JSON, never CloudFront's HTML page.
 
 The web ACL returns these as custom response bodies (infra/blocks/edge_firewall.py), the
-local server answers the same (local/edge.py), and the widget shows each ``blocked`` kind
+local server answers the same (local/engine/edge.py), and the widget shows each ``blocked`` kind
 as its own state: a size block means "start a new conversation" (resending the same
 history would be blocked forever), a rate block means "wait".
 """

@@ -86,7 +86,9 @@ class Settings:
     signing_key_param: str = "/chatguard/signing-key"
     secret_grace_seconds: int = 3600
     secret_cache_seconds: int = 300
-    bedrock_connect_timeout_seconds: int = 2
+    # A connection inside the Region takes milliseconds; every second here is a second less
+    # for a cold message to reach Converse within the run budget (docs/benchmarks.md).
+    bedrock_connect_timeout_seconds: int = 1
     bedrock_read_timeout_seconds: int = 10  # Converse's; within the run budget (stages.py)
     model_backend: ModelBackend = "bedrock"
     offline_usage: OfflineUsage = "estimate"

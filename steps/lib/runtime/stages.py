@@ -30,10 +30,12 @@ class Stage:
 
 
 # Memory comes from `make bench-cold` (docs/benchmarks.md, "Cold path"): a cold step is
-# CPU-bound (0.2-0.3 s of CPU with bytecode, 0.4-0.7 s without) and Lambda's CPU share grows
-# with memory up to one vCPU at 1,769 MB. The gate steps and S4 get that vCPU: warm they run
-# for milliseconds, so the extra memory costs cents. S5 waits seconds on Bedrock while warm,
-# and memory is billed for the wait, so it gets 1,024 MB.
+# CPU-bound (0.25-0.35 s of CPU with bytecode, 0.35-0.6 s without) and Lambda's CPU share
+# grows with memory up to one vCPU at 1,769 MB. Every step gets that vCPU: warm the gate
+# steps run for milliseconds, so the memory costs cents; S5 waits seconds on Bedrock and
+# memory is billed for the wait, but at 1,024 MB its cold start from source took 1.16 s of
+# the cold message's 4.17 s (0.74 s at one vCPU), and at the traffic the default ceiling
+# admits (<= 300 messages a day) the whole stack's Lambda bill stays near a dollar a month.
 # Timeouts: one time budget per run. The steps before S5, each at its timeout plus its
 # throttle retry, then S5's counting and the release, fit inside the workflow's 28 s, and
 # so does every billed call S5 sends within the run budget followed by S6 at its worst
@@ -47,9 +49,9 @@ STAGES: tuple[Stage, ...] = (
     Stage("S4", "Retrieve", "steps.retrieve", True, 4, 1769),
     # S5 sends a billed call only when it can end within the run budget (billed_calls.py);
     # its own timeout only has to stay under the workflow's.
-    Stage("S5", "Invoke", "steps.invoke", False, 26, 1024),
+    Stage("S5", "Invoke", "steps.invoke", False, 26, 1769),
     Stage("S6", "Reconcile", "steps.reconcile", False, 5, 1769),
-    Stage("S7", "Degraded", "steps.degraded", True, 5, 1024),
+    Stage("S7", "Degraded", "steps.degraded", True, 5, 1769),
 )
 
 BY_STATE = {stage.state: stage for stage in STAGES}

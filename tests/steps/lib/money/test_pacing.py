@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from local.tables import create_ledger_table
+from local.engine.tables import create_ledger_table
 from steps.lib.money import ledger, pacing
 from tests.clock import at
 

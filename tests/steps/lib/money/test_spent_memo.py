@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from local.tables import create_ledger_table
+from local.engine.tables import create_ledger_table
 from steps.lib.money import ledger
 from steps.lib.money.spent_memo import SpentMemo
 

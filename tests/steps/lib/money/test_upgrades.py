@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from local.tables import create_ledger_table
+from local.engine.tables import create_ledger_table
 from steps.lib.money import ledger, month_opening
 
 from .old_ledger import old_reserve

@@ -27,6 +27,7 @@ def test_every_field_of_every_reply_schema_is_a_reply_field() -> None:
     assert {"reply", "sources", "sig", "limited", "degraded", "off", "error"} <= set(names)
     assert ReplyField("sources", "objects", ("page", "heading")) in reply_fields()
     assert ReplyField("off", "true") in reply_fields()
+    assert ReplyField("also", "objects", ("page", "title")) in reply_fields()
 
 
 def test_a_field_the_template_cannot_write_is_refused(tmp_path: Path) -> None:

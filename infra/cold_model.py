@@ -1,0 +1,138 @@
+"""The cold-path model: how long each step's cold start takes on Lambda, from measured CPU.
+
+``make bench-cold`` measures, per step and in a fresh interpreter that sees only what the
+bundle ships, the CPU seconds of importing the handler (Lambda's INIT phase) and of its
+first invocation, from source and with bytecode, and writes them to ``cold_model.json``
+beside this file. The model turns them into seconds on Lambda:
+
+    INIT (s)      = START + import CPU / share(memory)
+    cold step (s) = INIT + first-invocation CPU / share(memory) + AWS calls x RTT
+    share(MB)     = min(MB / 1769, 1)
+
+Documented by AWS: the CPU share (one vCPU at 1,769 MB, [Lambda memory]) and INIT's own
+10-second limit outside the function timeout ([execution environment]). Assumed (no AWS
+page gives them; docs/benchmarks.md lists each with what ``chatguard doctor`` measures in
+its place): START, RTT, TRANSITION, and that this machine's CPU seconds stand for
+Graviton's. The timeout proof (tests/infra/test_timeout_order.py), the run budget's check
+and the local engine's cold-start test read their figures from here, so a change that
+makes a step slower to start shows up in all three after the next ``make bench-cold``.
+
+[Lambda memory]: https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html
+[execution environment]: https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+MODEL_FILE = Path(__file__).with_name("cold_model.json")
+
+Mode = Literal["source", "bytecode"]
+
+VCPU_MB = 1769
+INIT_LIMIT_S = 10.0  # AWS: INIT beyond this is retried within the invocation's timeout
+# Assumed (docs/benchmarks.md, "Cold path"): sandbox + runtime start per cold step, one AWS
+# call's round trip inside a Region, one Express state transition with its Lambda invoke.
+START_S = 0.15
+RTT_S = 0.010
+TRANSITION_S = 0.020
+# AWS calls each step makes on a cold first message, Bedrock excluded (bench-pipeline).
+COLD_CALLS: Mapping[str, int] = {
+    "OriginVerify": 1, "Quota": 2, "CostGate": 1, "Retrieve": 0, "Invoke": 1,
+    "Reconcile": 1, "Degraded": 0,
+}  # fmt: skip
+ANSWERED = ("OriginVerify", "Quota", "CostGate", "Retrieve", "Invoke", "Reconcile")
+
+
+def share(memory_mb: int) -> float:
+    return min(memory_mb / VCPU_MB, 1.0)
+
+
+@cache
+def measured() -> dict[str, Any]:
+    """The figures ``make bench-cold`` last wrote (committed with the code they measured)."""
+    data: dict[str, Any] = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
+    return data
+
+
+def cpu(state: str, mode: Mode) -> Mapping[str, float]:
+    figures: Mapping[str, float] = measured()["cpu"][state][mode]
+    return figures
+
+
+def init_of(figures: Mapping[str, float], memory_mb: int) -> float:
+    """A step's INIT phase on Lambda (its REPORT line's Init Duration), from its CPU."""
+    return START_S + figures["import"] / share(memory_mb)
+
+
+def cold_step_of(figures: Mapping[str, float], state: str, memory_mb: int) -> float:
+    """INIT, then the first invocation with its AWS calls (Bedrock's own time excluded)."""
+    first = figures["first"] / share(memory_mb)
+    return init_of(figures, memory_mb) + first + COLD_CALLS[state] * RTT_S
+
+
+def states_entered(until: str) -> int:
+    """States the answered path of chat.asl.json enters from the start up to ``until``
+    (Tasks and Choices alike; a Choice's first branch is the path forward)."""
+    from statemachine import loader
+
+    definition = json.loads(loader.definition_text())
+    name, count = definition["StartAt"], 0
+    while name:
+        count += 1
+        if name == until:
+            return count
+        state = definition["States"][name]
+        name = state["Choices"][0]["Next"] if state["Type"] == "Choice" else state.get("Next")
+    raise ValueError(f"{until} is not on the answered path")
+
+
+def init_seconds(state: str, mode: Mode, memory_mb: int) -> float:
+    return init_of(cpu(state, mode), memory_mb)
+
+
+def cold_step(state: str, mode: Mode, memory_mb: int) -> float:
+    return cold_step_of(cpu(state, mode), state, memory_mb)
+
+
+def cold_until(state: str, mode: Mode, memory: Mapping[str, int]) -> float:
+    """From the execution's start to the end of ``state``'s first invocation, every step on
+    the way cold: the latest a cold message reaches anything ``state`` does."""
+    path = ANSWERED[: ANSWERED.index(state) + 1]
+    steps = sum(cold_step(s, mode, memory[s]) for s in path)
+    return steps + states_entered(state) * TRANSITION_S
+
+
+# Assumed: Titan's query embedding in S4 (Bedrock's time, which the CPU figures leave out).
+EMBEDDING_WAIT_S = 0.15
+# State transitions and each Task's own Invoke round trip over a settlement (no AWS figure).
+SETTLE_SLACK_S = 1.0
+
+
+def memory() -> dict[str, int]:
+    from steps.lib.runtime.stages import STAGES
+
+    return {stage.state: stage.memory_mb for stage in STAGES}
+
+
+def reach_invoke_seconds(mode: Mode = "source") -> float:
+    """From the execution's start to the end of S5's first invocation's own work, with every
+    step cold (Bedrock's answer excluded, S4's embedding included): the latest a cold first
+    message reaches S5's billed calls. Source only is the slowest shipping configuration."""
+    return cold_until("Invoke", mode, memory()) + EMBEDDING_WAIT_S
+
+
+def settle_worst_seconds(mode: Mode = "source") -> float:
+    """S6 after the last billed call, at its worst: throttled once (its retry's wait), then a
+    cold start (INIT runs before the handler and outside the function timeout, [execution
+    environment]) and the whole function timeout, plus the transitions."""
+    from statemachine import loader
+    from steps.lib.runtime.stages import BY_STATE
+
+    stage = BY_STATE["Reconcile"]
+    init = init_seconds("Reconcile", mode, stage.memory_mb)
+    return loader.retry_waits("Reconcile") + init + stage.timeout_seconds + SETTLE_SLACK_S

@@ -1,0 +1,237 @@
+"""Questions asked from where the visitor stands, on real sites (part of `make bench-retrieval`).
+
+The widget always sends the page the visitor is reading. Each question of a set is asked
+as S4 Retrieve asks it (follow-up query with the page, hybrid rank, grounding selection,
+the cited sources) under four conditions: no page, an unrelated long page (the corpus's
+longest page; the next longest when that is the question's own), the site's home page, and
+the page that answers. Page-level MRR = 1 / the position of the expected page among the
+cited pages (0 when not cited). The worst condition's gap to "no page" is the figure the
+issue's target bounds (<= 0.03 on every set).
+
+Measured for the chosen policy (steps/lib/grounding/selection.py) and, on the same
+harness, for the policy it replaced (the current page first, in page order, until the
+budget is full) and for other current-page priors. The sets: Requests's docs (Sphinx) and
+MkDocs's docs (MkDocs), both built HTML from Debian's *-doc packages, and npm's docs
+(Markdown shipped in the npm package); questions written from the pages before any was
+asked. The section replaces only `bench:visitor` in docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import numpy as np
+
+from indexer.build import build
+from indexer.policy import IndexPolicy
+from steps.lib.grounding import retrieval, selection
+from steps.lib.grounding.followup import follow_up_query
+from steps.lib.grounding.knowledge import Knowledge, load_knowledge
+from steps.lib.providers.hashing_embedder import HashingEmbedder
+from steps.lib.runtime.settings import Settings
+from steps.retrieve import TOP_MATCHES, sources_of
+from tests.bench import corpora, quality, report
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
+EMBEDDER = HashingEmbedder(1024)
+POLICY = replace(IndexPolicy.from_context(), permalinks="pretty")
+CONDITIONS = ("no page", "unrelated long page", "home page", "the page itself")
+TARGET_GAP = 0.03
+TARGET_QUOTED, TARGET_LINKED = 0.70, 0.85
+PRIORS = (0.0, 0.05, 0.15)
+
+
+@dataclass(frozen=True, slots=True)
+class RealSite:
+    key: str
+    generator: str
+    fetch: Callable[[Path], corpora.Corpus]
+    questions: Path
+
+
+SITES = (
+    RealSite(
+        "requests",
+        "Sphinx",
+        lambda dest: corpora.debian_doc_site(
+            "python-requests-doc", "usr/share/doc/python-requests-doc/html", dest,
+            "Requests documentation (Debian python-requests-doc)",
+        ),
+        DATA / "requests_questions.json",
+    ),
+    RealSite(
+        "mkdocs",
+        "MkDocs",
+        lambda dest: corpora.debian_doc_site(
+            "mkdocs-doc", "usr/share/doc/mkdocs/html", dest,
+            "MkDocs documentation (Debian mkdocs-doc)",
+        ),
+        DATA / "mkdocs_questions.json",
+    ),
+    RealSite("npm", "Markdown (npm's docs/content)", corpora.npm_docs, DATA / "npm_questions.json"),
+)  # fmt: skip
+
+
+def page_before(
+    kb: Knowledge, ranked: Sequence[tuple[int, float]], page: str | None, budget: int
+) -> tuple[list[int], list[int]]:
+    """The policy this issue replaced, for comparison: the current page first, in page
+    order, then the matches, greedily within the budget. (chosen, cited) as its S4 cited:
+    the matches that fit, else everything chosen."""
+    matches = [index for index, _ in ranked[:TOP_MATCHES]]
+    chosen: dict[int, None] = {}
+    used = 0
+    for index in [*kb.page_chunks(page), *matches]:
+        if index not in chosen and used + kb.chunks[index].tokens <= budget:
+            chosen[index] = None
+            used += kb.chunks[index].tokens
+    leading = [index for index in matches if index in chosen]
+    return list(chosen), leading or list(chosen)
+
+
+def cited_pages(
+    kb: Knowledge, question: str, page: str | None, before: bool, prior: float
+) -> list[str]:
+    """The pages S4 cites for `question` asked from `page`, best first (retrieve.handler's
+    steps, the hashing stand-in embedding); `before`: with the policy this issue replaced."""
+    query = follow_up_query(question, [], history_chars=quality.HISTORY_CHARS, page=page)
+    vector = EMBEDDER.embed([query.text])[0]
+    budget = Settings().grounding_token_budget
+    with mock.patch.object(retrieval, "CURRENT_PAGE_WEIGHT", prior):
+        found = retrieval.ground(kb, vector, query, budget, TOP_MATCHES)
+    cited = found.cited
+    if before:
+        cited = [kb.chunks[i] for i in page_before(kb, found.ranked, page, budget)[1]]
+    return list(dict.fromkeys(source["page"] for source in sources_of(cited)))
+
+
+def condition_pages(kb: Knowledge, expected: str) -> dict[str, str | None]:
+    lengths = {page: sum(kb.chunks[i].tokens for i in idx) for page, idx in kb.pages.items()}
+    longest = next(p for p in sorted(lengths, key=lambda p: -lengths[p]) if p != expected)
+    home = "/" if "/" in kb.pages else min(kb.pages, key=len)
+    return dict(zip(CONDITIONS, (None, longest, home, expected), strict=True))
+
+
+def condition_mrr(
+    kb: Knowledge, qs: quality.QuestionSet, before: bool, prior: float
+) -> dict[str, float]:
+    ranks: dict[str, list[float]] = {c: [] for c in CONDITIONS}
+    for q in qs.questions:
+        for condition, page in condition_pages(kb, q["page"]).items():
+            pages = cited_pages(kb, q["question"], page, before, prior)
+            ranks[condition].append(1 / (pages.index(q["page"]) + 1) if q["page"] in pages else 0.0)
+    return {c: float(np.mean(r)) for c, r in ranks.items()}
+
+
+def worst_gap(mrr: dict[str, float]) -> float:
+    return max(mrr["no page"] - mrr[c] for c in CONDITIONS[1:])
+
+
+def about_page_rate(kb: Knowledge, pages: Sequence[str]) -> float:
+    """Share of pages for which "Summarise this page" asked there cites that page first."""
+    prior = retrieval.CURRENT_PAGE_WEIGHT
+    hits = [cited_pages(kb, "Summarise this page", p, False, prior)[:1] == [p] for p in pages]
+    return sum(hits) / len(hits)
+
+
+def degraded_rates(kb: Knowledge, qs: quality.QuestionSet) -> tuple[float, float]:
+    """(the quoted section's page is the expected one, it or one of its "also see" links
+    is), over the set, as S7 ranks without the local model (the lexical part alone)."""
+    quoted = linked = 0
+    for q in qs.questions:
+        found = retrieval.degraded_choice(kb, quality.question_query(q))
+        pages = [found.chunk.page, *found.also] if found else []
+        quoted += pages[:1] == [q["page"]]
+        linked += q["page"] in pages
+    return quoted / len(qs.questions), linked / len(qs.questions)
+
+
+def site_report(kb: Knowledge, qs: quality.QuestionSet) -> dict[str, Any]:
+    chosen = retrieval.CURRENT_PAGE_WEIGHT
+    variants: dict[str, dict[str, float]] = {
+        f"chosen: matches first, the page within {selection.PAGE_SHARE:.0%} of the budget, "
+        f"prior {chosen}": condition_mrr(kb, qs, False, chosen),
+        "before: the page first in page order, prior 0.15": condition_mrr(kb, qs, True, 0.15),
+    }  # fmt: skip
+    for prior in PRIORS:
+        if prior != chosen:
+            variants[f"matches first, prior {prior}"] = condition_mrr(kb, qs, False, prior)
+    long_pages = sorted(kb.pages, key=lambda p: -len(kb.pages[p]))[:10]
+    return {
+        "variants": variants,
+        "about_page": about_page_rate(kb, long_pages),
+        "degraded": degraded_rates(kb, qs),
+        "questions": len(qs.questions),
+        "pages": len(kb.pages),
+        "chunks": len(kb.chunks),
+    }
+
+
+def site_table(site: RealSite, corpus: corpora.Corpus, found: dict[str, Any]) -> list[str]:
+    chosen = next(iter(found["variants"].values()))
+    gap = worst_gap(chosen)
+    quoted, linked = found["degraded"]
+    return [
+        f"**{corpus.name}, {corpus.version}** ({site.generator}; {found['pages']} pages, "
+        f"{found['chunks']} chunks; `tests/data/{site.questions.name}`, "
+        f"{found['questions']} questions):",
+        "",
+        "| policy | " + " | ".join(CONDITIONS) + " | worst gap |",
+        "|---|" + "---:|" * (len(CONDITIONS) + 1),
+        *(
+            f"| {name} | " + " | ".join(f"{mrr[c]:.3f}" for c in CONDITIONS)
+            + f" | {worst_gap(mrr):+.3f} |"
+            for name, mrr in found["variants"].items()
+        ),
+        "",
+        f"- chosen policy, worst gap to no page: {gap:.3f} (target <= {TARGET_GAP}: "
+        f"{'met' if gap <= TARGET_GAP else 'NOT met'}); \"Summarise this page\" asked on each of "
+        f"the 10 longest pages cites that page first: {found['about_page']:.2f}",
+        f"- degraded answer (S7, lexical ranking: no embedding), the quoted section's page "
+        f"is the expected one: {quoted:.2f} (target >= {TARGET_QUOTED}: "
+        f"{'met' if quoted >= TARGET_QUOTED else 'NOT met'}); it or one of its two \"also "
+        f"see\" links: {linked:.2f} (target >= {TARGET_LINKED}: "
+        f"{'met' if linked >= TARGET_LINKED else 'NOT met'})",
+    ]  # fmt: skip
+
+
+def measure(work: Path) -> str:
+    lines = [
+        f"Measured by `make bench-retrieval` ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} "
+        "CPUs): page-level MRR of the pages S4 cites (retrieve.handler's steps: follow-up "
+        "query with the page, hybrid rank, grounding selection within the default 1,500-token "
+        "budget, sources), the offline hashing embedder; each question asked with no page, "
+        "from the corpus's longest page (the next longest when that is its own), from the "
+        "home page and from the page that answers. Worst gap = no page minus the worst "
+        "condition. Each corpus is fetched at run time and never committed.",
+        "",
+    ]
+    for site in SITES:
+        corpus = site.fetch(work / f"site-{site.key}")
+        build(corpus.site, work / f"index-{site.key}", POLICY, EMBEDDER)
+        kb = load_knowledge(work / f"index-{site.key}")
+        qs = quality.load_set(site.questions)
+        missing = quality.missing_pages(kb, qs)
+        if missing:
+            raise SystemExit(f"{site.key}: expected pages missing from the index: {missing}")
+        lines += [*site_table(site, corpus, site_report(kb, qs)), ""]
+    return "\n".join(lines).rstrip()
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        body = measure(Path(tmp))
+    print(body)
+    report.write_section("visitor", "Asked from where the visitor stands", body)
+
+
+if __name__ == "__main__":
+    main()
