@@ -72,10 +72,20 @@ def build_parser() -> argparse.ArgumentParser:
         importlib.import_module(name).register(sub)
     for name, command in sub.choices.items():
         command.formatter_class = argparse.RawDescriptionHelpFormatter
-        if name in EXAMPLES:  # a command's own longer epilog (doctor's variants) follows it
-            own = f"\n\n{command.epilog}" if command.epilog else ""
-            command.epilog = f"example:\n  {EXAMPLES[name]}{own}"
+        if name in EXAMPLES:
+            command.epilog = _with_example(EXAMPLES[name], command.epilog)
     return parser
+
+
+def _with_example(example: str, epilog: str | None) -> str:
+    """One examples section: a command's own (doctor's variants) takes the example in,
+    first and once, rather than standing as a second section beside it."""
+    own, heading = (epilog or "").strip(), "examples:\n"
+    if not own.startswith(heading):
+        return f"example:\n  {example}" + (f"\n\n{own}" if own else "")
+    variants = [line for line in own[len(heading) :].splitlines() if line.strip() != example]
+    lines = [f"  {example}", *(line for line in variants if not line.startswith(f"  {example} "))]
+    return heading + "\n".join(lines)
 
 
 def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:

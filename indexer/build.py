@@ -42,7 +42,7 @@ class ForbiddenContent(BuildError):
         self.violations = tuple(found)
         lines = "\n".join(f"  {v}" for v in found)
         super().__init__(
-            f"forbidden terms in {len(found)} indexable chunk(s):\n{lines}\n"
+            f"forbidden terms in {len(found)} place(s) to be indexed:\n{lines}\n"
             "To go on, either edit those pages (or leave them out with `--exclude GLOB` or "
             'cdk.json "chatguard/index" "exclude"), or change the list: `--forbidden TERM` '
             '(repeatable, replaces the list for this run) or cdk.json "chatguard/index" '

@@ -69,9 +69,11 @@ class Violation:
     source: str  # the page file, relative to the site directory
     heading: str
     term: str
+    in_heading: bool = True  # False: the term is in the text under the heading
 
     def __str__(self) -> str:
-        return f"{self.source}: heading {self.heading!r} contains forbidden term {self.term!r}"
+        where = "heading" if self.in_heading else "text under heading"
+        return f"{self.source}: {where} {self.heading!r} contains forbidden term {self.term!r}"
 
 
 def term_pattern(term: str) -> re.Pattern[str]:
@@ -83,11 +85,14 @@ def term_pattern(term: str) -> re.Pattern[str]:
 def violations(
     source_chunks: Iterable[tuple[str, Chunk]], forbidden_terms: Sequence[str]
 ) -> list[Violation]:
-    """Every (file, heading, term) where an indexable chunk holds a forbidden term."""
+    """Every (file, heading, term) where an indexable chunk holds a forbidden term, once:
+    a long section is many chunks under one heading, and one line says it."""
     patterns = [(term, term_pattern(term)) for term in forbidden_terms if term.strip()]
-    found: list[Violation] = []
+    found: dict[Violation, None] = {}
     for source, chunk in source_chunks:
         for term, pattern in patterns:
-            if pattern.search(chunk.heading) or pattern.search(chunk.text):
-                found.append(Violation(source, chunk.heading, term))
-    return found
+            if pattern.search(chunk.heading):
+                found.setdefault(Violation(source, chunk.heading, term, in_heading=True))
+            elif pattern.search(chunk.text):
+                found.setdefault(Violation(source, chunk.heading, term, in_heading=False))
+    return list(found)

@@ -207,7 +207,7 @@ def _ops(raw: Mapping[str, Any]) -> OpsConfig:
 def _origins(raw: Any) -> tuple[str, ...]:
     _require(isinstance(raw, list), "site_origins must be a list of origins")
     try:
-        return check_origins(raw)
+        return check_origins(raw, deployed=True)
     except OriginError as exc:
         raise ConfigError(str(exc)) from None
 

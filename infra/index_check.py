@@ -59,9 +59,16 @@ def wanted_dimensions(dimensions: int, embedder: str) -> int:
 
 
 def check(
-    built: BuiltIndex, *, wanted: str | None, dimensions: int, stand_in_allowed: bool
+    built: BuiltIndex,
+    *,
+    wanted: str | None,
+    dimensions: int,
+    stand_in_allowed: bool,
+    site: str = "SITE_DIR",
 ) -> str | None:
-    """None when the index fits; a warning when a stand-in was allowed; else IndexMismatch."""
+    """None when the index fits; a warning when a stand-in was allowed; else IndexMismatch.
+
+    `site` is the site directory as cdk.json names it, so the command runs as printed."""
     if wanted is None:
         return None
     if built.embedder == wanted and built.dimensions == dimensions:
@@ -72,7 +79,14 @@ def check(
     )
     if stand_in_allowed:
         return f"{problem}: synthesized anyway because {STAND_IN_CONTEXT} is set (not deployable)"
-    raise IndexMismatch(f"{problem}; rebuild it with `{rebuild_command(wanted)}`")
+    command = rebuild_command(wanted).replace("SITE_DIR", site)
+    other = ""
+    if wanted != LOCAL_MODEL_ID:  # a Titan deployment: the local model needs no Titan index
+        other = (
+            f', or deploy the local model instead: set "embedder": "local" in cdk.json\'s '
+            f"chatguard block and rebuild it with `{REBUILD_LOCAL.replace('SITE_DIR', site)}`"
+        )
+    raise IndexMismatch(f"{problem}; rebuild it with `{command}`{other}")
 
 
 def rebuild_command(wanted: str | None) -> str:

@@ -241,6 +241,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from . import verify
 
     target = _verify_target(args)
+    blocker = verify.blocker(target)
+    if blocker is not None:
+        print(f"chatguard verify: {blocker}", file=sys.stderr)
+        return verify.EXIT_INCOMPLETE
     print(verify.spend_notice(target), flush=True)
     checks = verify.run(target)
     print(verify.render(checks))

@@ -102,6 +102,13 @@ def spend_notice(target: Target) -> str:
     )
 
 
+def blocker(target: Target, *, send: Send = request) -> str | None:
+    """Why nothing can be tested (one line with the fix), None when the edge answers as a
+    chatguard /chat does: the command says it once instead of one identical row per check,
+    and before its spend notice, since nothing will be spent."""
+    return _precondition(target, send)
+
+
 def run(
     target: Target, *, send: Send = request, sleep: Callable[[float], None] = time.sleep
 ) -> list[Check]:
@@ -153,7 +160,19 @@ def _precondition(target: Target, send: Send) -> str | None:
             f"cannot test: the edge already blocks this address ({reply.status}, a previous "
             "burst); wait out the rate rule's window (`waf_window_seconds`), then run again"
         )
+    if not _answers_like_chatguard(reply):
+        return (
+            f"cannot test: {target.edge_url} answered {_describe(reply)}, not as chatguard's "
+            "/chat does (a JSON error for an empty message): is it the chatguard site's URL "
+            "(or `chatguard serve`'s)?"
+        )
     return None
+
+
+def _answers_like_chatguard(reply: Reply) -> bool:
+    """An empty message gets the contract's JSON ``{error}`` (400) or, on a local server
+    with no validation in front, an answer: anything else is another server."""
+    return reply.body is not None and ("error" in reply.body or "reply" in reply.body)
 
 
 def _origin_checks(target: Target, send: Send) -> Iterator[Check]:
@@ -316,6 +335,8 @@ def _burst_check(target: Target, send: Send, sleep: Callable[[float], None]) -> 
 
 def _released(burst: Check, admin_url: str, send: Send) -> Check:
     """A local server forgets this address's count, so its own widget is not refused."""
+    if burst.passed is not True:  # never blocked: there is nothing to release
+        return burst
     reply = _safely(send, "POST", admin_url.rstrip("/") + "/rate-rule/release", payload={})
     note = (
         "address released"
@@ -335,7 +356,9 @@ def _expect(name: str, reply: Reply | None, statuses: tuple[int, ...]) -> Check:
 def _describe(reply: Reply | None) -> str:
     if reply is None:
         return "no answer (network error)"
-    return f"{reply.status}" + (f": {reply.error[:60]}" if reply.error else "")
+    if reply.body is None:
+        return f"{reply.status} (not JSON)"
+    return f"{reply.status}" + (f": {reply.error}" if reply.error else "")
 
 
 def _safely(send: Send, method: str, url: str, **kwargs: Any) -> Reply | None:

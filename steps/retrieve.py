@@ -70,7 +70,7 @@ def before_embedding(event: dict[str, Any]) -> None:
 
 def sources_of(cited: list[Any]) -> list[dict[str, str]]:
     """The (page, heading, anchor) of each cited chunk, best first, once each; the anchor
-    is the one its page gives the section ("" when it gives none: the link is to the page).
+    is the one the page gives the section ("" when it gives none: the link is to the page).
 
     The selection cites the matches it kept (the current page's other sections are
     grounding, not what the answer is about), or the page itself for a message about it

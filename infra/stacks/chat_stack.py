@@ -207,6 +207,11 @@ class ChatStack(Stack):
             runtime.embedding_dimensions,
             runtime.embedder,
         )
+        shown = str(
+            self.node.try_get_context(index_check.SITE_DIR_CONTEXT)
+            or cdk_context().get("chatguard/index", {}).get("site_dir")
+            or "examples/site"
+        )
         warning = index_check.check(
             index_embedder(),
             wanted=wanted,
@@ -214,14 +219,10 @@ class ChatStack(Stack):
                 runtime.embedding_dimensions, runtime.embedder
             ),
             stand_in_allowed=stand_in_allowed,
+            site=shown,
         )
         if warning:
             Annotations.of(self).add_warning_v2("chatguard:index-embedder", warning)
-        shown = str(
-            self.node.try_get_context(index_check.SITE_DIR_CONTEXT)
-            or cdk_context().get("chatguard/index", {}).get("site_dir")
-            or "examples/site"
-        )
         stale = index_check.check_site(
             index_site(),
             PROJECT_ROOT / shown,

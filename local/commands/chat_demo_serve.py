@@ -399,7 +399,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
 def _serve_on(sock: Any, args: argparse.Namespace) -> int:
     from local.server.cors import OriginError, check_origins
-    from local.server.routes import EdgeOptions
+    from local.server.routes import EdgeOptions, origins_line
     from local.server.uvicorn_server import ChatServer
 
     from .limits import summary
@@ -429,6 +429,7 @@ def _serve_on(sock: Any, args: argparse.Namespace) -> int:
         print("warning: serving beyond loopback; this server is for local use", file=sys.stderr)
     for line in summary(settings):
         print(line, file=sys.stderr)
+    print(origins_line(allowed), file=sys.stderr)
     with (
         quiet_logs(show_libraries=False, show_steps=args.json_logs),
         message_lines(enabled=not (args.quiet or args.json_logs)),

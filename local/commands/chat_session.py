@@ -25,15 +25,28 @@ def exchange(runtime: Any, args: argparse.Namespace, turns: list[Any], message: 
     # As the widget does: the oldest exchanges go first when the body would pass the limit.
     while request["history"] and len(json.dumps(request).encode()) > settings.body_max_bytes:
         request["history"] = request["history"][2:]
+    raw = json.dumps(request).encode()
     try:
-        body = parse_body(json.dumps(request).encode(), settings)
+        body = parse_body(raw, settings)
         outcome = runtime.send(body, ip=args.ip)
-    except EdgeRefusal as refusal:  # what API Gateway's validator would answer
-        outcome = Outcome(refusal.status, {"error": refusal.message}, ())
+    except EdgeRefusal as refusal:  # what API Gateway's validator (or WAF) would answer
+        outcome = Outcome(refusal.status, {"error": _explained(refusal, raw, settings)}, ())
     turns = after(turns, message, outcome.status, outcome.body)
     if args.history:
         save(args.history, turns)  # a ConversationError is the command's one line
     return outcome, turns
+
+
+def _explained(refusal: Any, raw: bytes, settings: Any) -> str:
+    """The edge's words, and for a size block the limits it does not state (the web ACL's
+    answer is a fixed text, the same for every request)."""
+    if refusal.payload.get("blocked") != "size":
+        return str(refusal.message)
+    return (
+        f"{refusal.message} (this request is {len(raw):,} bytes; the edge takes at most "
+        f"{settings.body_max_bytes:,} bytes, and a message at most "
+        f"{settings.message_max_chars:,} characters)"
+    )
 
 
 def session(runtime: Any, args: argparse.Namespace, turns: list[Any]) -> int:

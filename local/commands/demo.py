@@ -11,6 +11,7 @@ Every step prints its per-step trace; the settings are small so each layer trips
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from decimal import Decimal
 
@@ -18,7 +19,7 @@ from local.engine.runtime import LocalRuntime, Outcome
 from local.engine.wire import error_response
 from steps.lib.runtime.settings import Settings
 
-from .limits import usd
+from .limits import released_line, usd
 from .render import outcome_text
 
 # Small enough that each layer trips within a few messages, large enough that one
@@ -57,10 +58,14 @@ def run_demo(runtime: LocalRuntime, say: Callable[[str], None] = print) -> list[
         say(outcome_text(outcome))
         say(f"  messages sent: {sent} (the last is shown); "
             f"model calls: {runtime.model_calls - before}")  # fmt: skip
+    spent = _spend(runtime)
     say(
-        f"\nspend today: {usd(_spend(runtime))} of the {usd(limits.daily_ceiling_micros)} "
+        f"\nspend today: {usd(spent)} of the {usd(limits.daily_ceiling_micros)} "
         f"daily ceiling; model calls: {runtime.model_calls}"
     )
+    paced = released_line(limits, spent, time.time())
+    if paced:
+        say(paced)
     return outcomes
 
 

@@ -32,7 +32,7 @@ def admitted(s: Settings) -> dict[str, int]:
 
 
 def summary(s: Settings) -> list[str]:
-    """The start-up lines: one of figures, then one per warning."""
+    """The start-up lines: one of figures, one per warning, then how the day is paced."""
     counts = admitted(s)
     reserve = counts["reserve_micros"]
     lines = [
@@ -42,7 +42,39 @@ def summary(s: Settings) -> list[str]:
         f"({s.visitor_cost_share} of the day = {usd(s.visitor_ceiling_micros)}, at most "
         f"{s.visitor_message_limit} messages) admits {counts['visitor']}"
     ]
-    return lines + warnings(s)
+    return [*lines, *warnings(s), pacing_line(s)]
+
+
+def pacing_line(s: Settings) -> str:
+    """Pacing holds part of the day's ceiling back until later in the UTC day: without this
+    line a crowd degraded below the ceiling looks like a wrong ceiling."""
+    if s.pacing != "on":
+        return "pacing: off (the whole daily ceiling is available from 00:00 UTC)"
+    curve = "flat" if not s.pacing_curve else "along pacing_curve's hourly weights"
+    return (
+        f"pacing: on: {s.pacing_burst_share} of the daily ceiling is available at 00:00 UTC, "
+        f"the rest released through the day ({curve}); --pacing off makes it all available "
+        "at once"
+    )
+
+
+def released_line(s: Settings, spent: int, now: float) -> str | None:
+    """What pacing had released of the day's ceiling at `now` (None when pacing is off)."""
+    from datetime import UTC, datetime
+
+    from steps.lib.money import pacing
+
+    curve = pacing.from_settings(s.pacing, s.pacing_burst_share, s.pacing_curve)
+    if curve is None:
+        return None
+    moment = datetime.fromtimestamp(now, UTC)
+    day = moment.strftime("%Y-%m-%d")
+    released = curve.allowance(s.daily_ceiling_micros, pacing.seconds_into(day, now))
+    return (
+        f"pacing: by {moment:%H:%M} UTC {usd(released)} of the {usd(s.daily_ceiling_micros)} "
+        f"daily ceiling was released, so spending stopped at {usd(spent)}; the rest comes "
+        "through the day (cdk.json pacing, or serve --pacing off)"
+    )
 
 
 def warnings(s: Settings) -> list[str]:

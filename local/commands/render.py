@@ -43,6 +43,8 @@ def reply_text(outcome: Outcome) -> str:
 
 
 def outcome_text(outcome: Outcome) -> str:
+    if not outcome.steps:  # refused at the edge: an empty table would only look broken
+        return f"{reply_text(outcome)}\n\n  no step ran: the edge answered before the workflow"
     return f"{reply_text(outcome)}\n\n{step_table(outcome.steps)}\n  total {outcome.ms:.1f} ms"
 
 

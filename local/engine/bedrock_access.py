@@ -125,6 +125,6 @@ def _check_one(access: BedrockAccess, model: str) -> None:
         or answer.get("entitlementAvailability") != "AVAILABLE"
     ):
         raise BedrockSetupError(
-            f"this account has no access to {model} in {region}: request it in the Bedrock "
-            "console under Model access"
+            f"this account has no access to {model} in {region}: enable it with "
+            f"`chatguard enable-model --region {region}` (README, Before you start)"
         )

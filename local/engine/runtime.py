@@ -178,6 +178,13 @@ class LocalRuntime:
         handler does not run), as a reduced account concurrency would."""
         self._engine.throttle(state, times)
 
+    def cold_start(
+        self, state: str, seconds: float, pause: Callable[[float], None] = time.sleep
+    ) -> None:
+        """The next invocation of ``state``'s function first spends ``seconds`` in a new
+        execution environment's INIT, through ``pause`` (tests move their pinned clock)."""
+        self._engine.cold_start(state, seconds, pause)
+
     # -- observation for tests, the demo and the benchmark -----------------------------
     @property
     def model_calls(self) -> int:

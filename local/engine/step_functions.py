@@ -31,6 +31,12 @@ Seams into moto 5.2 (read from its source; each one is undone by `stop()`):
   ``Lambda.TooManyRequestsException`` (Step Functions guide, "Handle Lambda service
   exceptions"); moto would name any Invoke ClientError ``Exception``, so the engine answers
   with that name as the function error the ASL's ``Retry`` matches.
+- ``cold_start(state, seconds, pause)`` makes the next invocation of a Task's function spend
+  ``seconds`` before its handler runs, as a new Lambda execution environment spends its
+  INIT phase (extensions, runtime start, the handler module's import) before the first
+  invocation and outside the function timeout (Lambda guide, "Lambda execution
+  environment"). The time is spent through ``pause``: a test passes one that moves its
+  pinned clock, so the steps' run budget sees the cold start without the test sleeping.
 
 StartSyncExecution is not implemented by moto 5.2, so `run` starts an execution with a
 unique name and waits on the execution object (polling describe_execution over the API
@@ -107,6 +113,7 @@ class Engine:
         self._by_function = {FUNCTION_PREFIX + s.state: s for s in STAGES}
         self._throttled: dict[str, int] = {}
         self._throttle_lock = threading.Lock()
+        self._cold: dict[str, tuple[float, Callable[[float], None]]] = {}
         # Woken whenever an execution of this process ends (see `_signal_endings`).
         self._ended = Wakeups()
         self.state_machine_arn = ""
@@ -123,6 +130,21 @@ class Engine:
             if left:
                 self._throttled[state] = left - 1
             return left > 0
+
+    def cold_start(
+        self, state: str, seconds: float, pause: Callable[[float], None] = time.sleep
+    ) -> None:
+        """The next invocation of ``state``'s function meets a new execution environment:
+        ``pause(seconds)`` (its INIT) before the handler runs."""
+        with self._throttle_lock:
+            self._cold[state] = (seconds, pause)
+
+    def _take_cold_start(self, state: str) -> None:
+        with self._throttle_lock:
+            cold = self._cold.pop(state, None)
+        if cold is not None:
+            seconds, pause = cold
+            pause(seconds)
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
@@ -242,6 +264,7 @@ class Engine:
             response_headers["x-amz-function-error"] = "Unhandled"
             throttled = {"errorType": THROTTLED, "errorMessage": "Rate Exceeded."}
             return json.dumps(throttled).encode()
+        self._take_cold_start(stage.state)  # a throttled attempt started no environment
         event = json.loads(body or b"{}")
         try:
             result = self._dispatch(stage, event, name)

@@ -105,8 +105,13 @@ class ListedOrigins:
         # A browser's preflight (an OPTIONS with an Origin) gets 204 whatever the origin;
         # only a listed one gets Access-Control-Allow-Origin (headers below), so the browser
         # sends the POST for listed origins only. An OPTIONS without an Origin gets the 405.
-        if not cors.decide(request.headers.get("origin"), "OPTIONS", self.origins).preflight:
+        origin = request.headers.get("origin")
+        if not cors.decide(origin, "OPTIONS", self.origins).preflight:
             return None
+        if origin not in self.origins:
+            # The browser will not send the POST, and the page only learns "failed to
+            # fetch": the server's log is where the operator can read why, and the fix.
+            messages.info(refused_origin_line(origin))
         return Response(204, JSON, b"")
 
     def headers(self, request: Request) -> tuple[tuple[str, str], ...]:
@@ -243,6 +248,24 @@ def message_line(path: str, status: int, body: Mapping[str, Any], ms: float) -> 
     sources = len(body.get("sources") or ())
     tail = f", {sources} source{'s' * (sources != 1)}" if sources else ""
     return f"{path} {status} {word} {ms:.0f} ms{tail}"
+
+
+def refused_origin_line(origin: str | None) -> str:
+    """The `serve` log line of a preflight from a page whose origin is not allowed."""
+    return (
+        f"OPTIONS /chat refused a page on {origin}: not an allowed site origin (the widget "
+        f"there cannot reach /chat); allow it with `--site-origin {origin}`"
+    )
+
+
+def origins_line(origins: tuple[str, ...]) -> str:
+    """What `serve` says at start-up about pages on other origins."""
+    if not origins:
+        return (
+            "cross-origin: none allowed (pages on this server only); embed the widget "
+            "elsewhere with --site-origin ORIGIN, e.g. --site-origin http://127.0.0.1:8000"
+        )
+    return f"cross-origin: /chat answers pages on {', '.join(origins)}"
 
 
 def openapi_document() -> bytes:

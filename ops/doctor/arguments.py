@@ -18,7 +18,8 @@ from .notice import SPEND_NOTICE
 EXAMPLES = """examples:
   chatguard doctor                               # the stack of cdk.json's chat_region
   chatguard doctor --region eu-west-1 --profile prod
-  chatguard doctor --knowledge build/titan-knowledge   # the index bundled at the last deploy"""
+  chatguard doctor --knowledge build/titan-knowledge   # the index bundled at the last deploy
+  chatguard doctor --cold                        # the first message after a quiet spell"""
 
 
 def register(
@@ -44,10 +45,20 @@ def register(
         metavar="DIR",
         help="the index folder bundled at the last deploy (default: build/knowledge)",
     )
+    p.add_argument(
+        "--cold",
+        action="store_true",
+        help="instead: one real message with every step cold, each Init Duration beside the "
+        "cold model's (ops/doctor/cold.py)",
+    )
     p.set_defaults(func=guard(_command))
 
 
 def _command(args: argparse.Namespace) -> int:
+    if getattr(args, "cold", False):
+        from .cold import cli
+
+        return cli(args)
     from .command import command
 
     return command(args)

@@ -5,11 +5,11 @@ asks the deployed account one question the stack's design depends on, with the o
 credentials, and prints one line (PASS / FAIL / CANNOT TEST with why / NOT APPLICABLE) and,
 when not passed, the fix in one line. Exit 1 on any FAIL.
 
-The checks live by role in bedrock.py, alarm.py, subscribers.py, waf.py and account.py
-beside this module, each a small function over injected clients (tested
-with Stubber); what they are told about the stack comes from deployed.py. This module only
-runs them in order, turns an AWS refusal of the operator's own read into CANNOT TEST, and
-renders.
+The checks live by role beside this module (bedrock.py, latency.py, prices.py, roles.py,
+message.py, alarm.py, subscribers.py, waf.py, account.py), each a small function over
+injected clients (tested with Stubber); what they are told about the stack comes from
+deployed.py. This module only runs them in order, turns an AWS refusal of the operator's
+own read into CANNOT TEST, and renders.
 """
 
 from __future__ import annotations
@@ -21,14 +21,23 @@ from pathlib import Path
 from typing import Any
 
 from ops.aws import Aws, OpsError, find_output, ledger_output, model_budget_name
+from ops.http import Reply, request
 from steps.lib.providers.model_ids import metering_for
 from steps.lib.runtime.settings import Settings
 
 from . import bedrock, deployed
 from .account import BUDGET_NAME, LEDGER_NAME, budget_strings_billed, ledger_matches
 from .alarm import alarm_reaches_topic
+from .latency import NAME as LATENCY_NAME
+from .latency import fits_read_timeout
+from .message import NAME as MESSAGE_NAME
+from .message import one_real_message, payload
 from .notice import SPEND_NOTICE
+from .prices import NAME as PRICES_NAME
+from .prices import charges_no_more
 from .result import Check, cannot_test
+from .roles import NAME as ROLES_NAME
+from .roles import Place, needs_of, roles_allow
 from .subscribers import topic_tells_a_person
 from .waf import NAME as WAF_NAME
 from .waf import waf_blocks_answer_json
@@ -63,10 +72,17 @@ def run(
     runtime = aws.client("bedrock-runtime", region=chat.region)
     metering = metering_for(invoke, chat.region)  # the model catalogue's claim, checked here
     edge_stack = deployed.edge_stack_name(chat.region)
+    done: dict[str, Check] = {}
     checks: list[tuple[str, Callable[[], Check]]] = [
         (LEDGER_NAME, lambda: _ledger(aws, chat)),
+        # The real message first: a call the simulator refuses only for want of a key no
+        # AWS page documents is settled by whether that message went through.
+        (MESSAGE_NAME, lambda: _message(aws, chat, sleep)),
+        (ROLES_NAME, lambda: _roles(aws, chat, done.get(MESSAGE_NAME))),
         (bedrock.MODEL, lambda: bedrock.model_answers(runtime, invoke)),
+        (LATENCY_NAME, lambda: fits_read_timeout(runtime, invoke)),
         (bedrock.COUNT, lambda: bedrock.count_tokens_or_bytes(runtime, invoke, metering)),
+        (PRICES_NAME, lambda: _prices(aws, invoke, chat.region)),
         (bedrock.GUARDRAIL, lambda: bedrock.guardrail_answers(runtime, invoke)),
         (bedrock.EMBEDDING, lambda: _embedding(runtime, retrieve, knowledge_dir)),
         (WAF_NAME, lambda: _waf(aws, chat)),
@@ -77,12 +93,54 @@ def run(
         (_people_name(edge_stack), lambda: _edge_people(aws, edge_stack)),
     ]
     for name, check in checks:
-        yield guarded(name, check)
+        done[name] = guarded(name, check)
+        yield done[name]
 
 
 def _ledger(aws: Aws, chat: deployed.Deployed) -> Check:
     table = ledger_output(chat.outputs)
     return ledger_matches(aws.client("dynamodb", region=chat.region), table, chat.environments)
+
+
+def _roles(aws: Aws, chat: deployed.Deployed, message: Check | None) -> Check:
+    if not chat.roles:
+        raise OpsError(f"stack {chat.stack!r}: no step function reports its role")
+    # arn:<partition>:iam::<account>:role/...: where the deployed resources live.
+    partition, account = next(iter(chat.roles.values())).split(":")[1::3]
+    table = ledger_output(chat.outputs)
+    steps = {state: s for state in chat.environments if (s := chat.settings_of(state))}
+    invoke = steps.get("Invoke")
+    guardrail = invoke.guardrail_id if invoke else ""
+    place = Place(
+        partition,
+        chat.region,
+        account,
+        table_arn=f"arn:{partition}:dynamodb:{chat.region}:{account}:table/{table}",
+        guardrail_arn=f"arn:{partition}:bedrock:{chat.region}:{account}:guardrail/{guardrail}"
+        if guardrail
+        else None,
+    )
+    iam = aws.client("iam", region=chat.region)
+    went_through = message is not None and message.outcome == "PASS"
+    return roles_allow(iam, chat.roles, needs_of(steps, place), went_through=went_through)
+
+
+def _message(aws: Aws, chat: deployed.Deployed, sleep: Callable[[float], None]) -> Check:
+    site, table = find_output(chat.outputs, "SiteUrl"), ledger_output(chat.outputs)
+    if not site or not table:
+        raise OpsError(f"stack {chat.stack!r} has no output SiteUrl or TableName")
+
+    def send() -> Reply:
+        return request("POST", site.rstrip("/") + "/chat", payload=payload(), timeout=60.0)
+
+    dynamodb = aws.client("dynamodb", region=chat.region)
+    xray = aws.client("xray", region=chat.region)
+    return one_real_message(send, dynamodb=dynamodb, table=table, xray=xray, sleep=sleep)
+
+
+def _prices(aws: Aws, invoke: Settings, region: str) -> Check:
+    # The Price List API answers from us-east-1 (and ap-south-1), for every Region.
+    return charges_no_more(aws.client("pricing", region=deployed.EDGE_REGION), invoke, region)
 
 
 def _embedding(runtime: Any, retrieve: Settings, knowledge_dir: Path) -> Check:
@@ -166,13 +224,30 @@ def exit_code(checks: Sequence[Check]) -> int:
     return 1 if any(c.outcome == "FAIL" for c in checks) else 0
 
 
+def _credentials_then_region(aws: Aws) -> None:
+    """Refuse before the cost notice, credentials first: without them the Region is not
+    the operator's first problem (a run used to ask for it, then for credentials)."""
+    from botocore.exceptions import NoCredentialsError, NoRegionError
+
+    if aws.session is None:
+        import boto3
+
+        aws.session = boto3.Session(profile_name=aws.profile, region_name=aws.region)
+    if aws.session.get_credentials() is None:
+        raise NoCredentialsError
+    if not (aws.region or aws.session.region_name):
+        raise NoRegionError
+
+
 def command(args: argparse.Namespace) -> int:
     from ops.aws import ops_context
 
     region = args.region or ops_context().get("chat_region") or None
+    aws = Aws(args.profile, region, args.stack)
+    _credentials_then_region(aws)
     print(SPEND_NOTICE, flush=True)
     checks = []
-    for check in run(Aws(args.profile, region, args.stack), knowledge_dir=args.knowledge):
+    for check in run(aws, knowledge_dir=args.knowledge):
         print(render_one(check), flush=True)
         checks.append(check)
     print(summary(checks))

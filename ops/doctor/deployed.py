@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ class Deployed:
     outputs: Mapping[str, str]
     environments: Mapping[str, Mapping[str, str]]  # step state -> its CHATGUARD_* variables
     alarms: tuple[str, ...]
+    roles: Mapping[str, str] = field(default_factory=dict)  # step state -> its role's ARN
 
     def settings_of(self, state: str) -> Settings | None:
         """The settings the step runs with (its defaults for what it is not told)."""
@@ -90,11 +91,13 @@ def step_of(logical_id: str) -> str | None:
     return None
 
 
-def step_environments(
+def step_configurations(
     lambda_client: Any, resources: list[dict[str, Any]]
-) -> dict[str, dict[str, str]]:
-    """{step: its CHATGUARD_* environment}, read from each step function's configuration."""
+) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    """({step: its CHATGUARD_* environment}, {step: its role ARN}), read from each step
+    function's configuration (the role is what the step's calls are authorized as)."""
     environments: dict[str, dict[str, str]] = {}
+    roles: dict[str, str] = {}
     for resource in resources:
         state = step_of(resource.get("LogicalResourceId", ""))
         if resource.get("ResourceType") != "AWS::Lambda::Function" or state is None:
@@ -104,19 +107,23 @@ def step_environments(
         )
         variables = config.get("Environment", {}).get("Variables", {})
         environments[state] = {k: v for k, v in variables.items() if k.startswith(ENV_PREFIX)}
-    return environments
+        if config.get("Role"):
+            roles[state] = str(config["Role"])
+    return environments, roles
 
 
 def discover(
     cloudformation: Any, lambda_client: Any, stack: str, outputs: Mapping[str, str]
 ) -> Deployed:
     resources = stack_resources(cloudformation, stack)
+    environments, roles = step_configurations(lambda_client, resources)
     return Deployed(
         stack=stack,
         region=str(cloudformation.meta.region_name),
         outputs=outputs,
-        environments=step_environments(lambda_client, resources),
+        environments=environments,
         alarms=physical_ids(resources, "AWS::CloudWatch::Alarm"),
+        roles=roles,
     )
 
 

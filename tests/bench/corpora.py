@@ -11,8 +11,9 @@ file), about 3.2 MB once unzipped. Read where the package is installed, otherwis
 
 Built HTML sites for the visitor-condition bench (tests/bench/visitor_conditions.py), each
 from a Debian `*-doc` package fetched the same way by `debian_doc_site`: Requests's docs
-built by Sphinx (python-requests-doc, Apache 2.0) and MkDocs's docs built by MkDocs
-(mkdocs-doc, BSD-2-Clause). Fetched under the caller's work directory, never committed.
+built by Sphinx (python-requests-doc, Apache 2.0), MkDocs's docs built by MkDocs
+(mkdocs-doc, BSD-2-Clause) and LMDB's C API built by Doxygen (lmdb-doc, OpenLDAP-2.8).
+Fetched under the caller's work directory, never committed.
 """
 
 from __future__ import annotations

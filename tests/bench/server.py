@@ -10,8 +10,13 @@ the same harness (tests/load.py), interleaved round by round:
 At 1, 16, 64 and 128 clients, each client a distinct visitor on its own keep-alive
 connection: throughput (answered messages per second of wall clock), p50/p99 latency of
 the answered requests, and failed requests (resets). Then the threads that 100 half-sent
-request heads hold on each server. Replaces only the `bench:server` section of
-docs/benchmarks.md.
+request heads hold on each server.
+
+Then the cause of the throughput the local model costs (issue 27, item 14): the same
+uvicorn server and load with only the query embedder changed (the local model, the
+offline default, against the hashing stand-in over a hashing index of the same site),
+interleaved round by round, beside what one query's embedding costs on each, one query at
+a time as S4 embeds it. Replaces only the `bench:server` section of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -20,11 +25,13 @@ import os
 import platform
 import socket
 import sys
+import tempfile
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from local.commands.render import quiet_logs
@@ -75,6 +82,101 @@ def _idle_threads(start: Callable[[LocalRuntime], tuple[Server, threading.Thread
 
 
 Runs = dict[tuple[str, int], list[LoadResult]]
+
+
+EMBEDDERS = {"local model (default)": "local", "hashing stand-in": "hashing"}
+EMBED_CLIENTS = (16, 64)
+QUERIES = [f"How does the rate rule protect the chat, case {i}?" for i in range(200)]
+
+
+def hashing_index(out: Path) -> Path:
+    """The sample site indexed by the hashing stand-in (what its queries need)."""
+    from indexer.build import build
+    from indexer.policy import IndexPolicy
+    from steps.lib.providers.hashing_embedder import HashingEmbedder
+    from steps.lib.runtime.settings import PROJECT_ROOT
+
+    build(PROJECT_ROOT / "examples" / "site", out, IndexPolicy.from_context(), HashingEmbedder())
+    return out
+
+
+def measure_embedders(settings: Settings, index: Path) -> Runs:
+    """uvicorn at EMBED_CLIENTS with each query embedder, interleaved round by round."""
+    runs: Runs = defaultdict(list)
+    chosen = {"local": settings, "hashing": settings.replace(embedder="hashing",
+                                                             knowledge_dir=str(index))}  # fmt: skip
+    for _ in range(ROUNDS):
+        for name, kind in EMBEDDERS.items():
+            with LocalRuntime(chosen[kind]) as runtime:
+                server, thread = serve_in_thread(runtime, OPTIONS)
+                try:
+                    burst(server.url, 4, 4)
+                    for clients in EMBED_CLIENTS:
+                        runs[name, clients].append(burst(server.url, clients, EACH[clients]))
+                finally:
+                    _stop(server, thread)
+    return runs
+
+
+def embed_cost() -> dict[str, tuple[float, float]]:
+    """(wall ms, CPU ms) per query, one query at a time, for each embedder."""
+    from steps.lib.providers.hashing_embedder import HashingEmbedder
+    from steps.lib.providers.local_embedder import shared
+
+    models: dict[str, Any] = {"local model (default)": shared(), "hashing stand-in":
+                              HashingEmbedder()}  # fmt: skip
+    cost = {}
+    for name, model in models.items():
+        model.embed(QUERIES[:4])  # warm: load, first-call allocations
+        wall, cpu = time.perf_counter(), time.process_time()
+        for query in QUERIES:
+            model.embed([query])
+        n = len(QUERIES)
+        cost[name] = (
+            (time.perf_counter() - wall) * 1000 / n,
+            (time.process_time() - cpu) * 1000 / n,
+        )
+    return cost
+
+
+def embedder_table(runs: Runs, cost: dict[str, tuple[float, float]]) -> str:
+    local, hashing = EMBEDDERS
+    lines = [
+        "**The cause of the local model's throughput** (the same uvicorn server and load, only "
+        "the query embedder changed; the hashing stand-in over a hashing index of the same "
+        f"site; {ROUNDS} rounds, interleaved):",
+        "",
+        "| query embedder | clients | answered / s | p50 ms | p99 ms | one query's embedding: "
+        "wall ms | CPU ms |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    rates = {}
+    for name in EMBEDDERS:
+        for clients in EMBED_CLIENTS:
+            rate, p50, p99, _failed, _sent = _merged(runs[name, clients])
+            rates[name, clients] = rate
+            wall, cpu = cost[name]
+            lines.append(
+                f"| {name} | {clients} | {rate:.1f} | {p50 * 1000:.0f} | {p99 * 1000:.0f} "
+                f"| {wall:.2f} | {cpu:.2f} |"
+            )
+    share = [rates[local, c] / rates[hashing, c] for c in EMBED_CLIENTS]
+    extra = [1000 / rates[local, c] - 1000 / rates[hashing, c] for c in EMBED_CLIENTS]
+    lines += [
+        "",
+        f"With the local model the server answers {min(share):.0%} to {max(share):.0%} of what "
+        f"it answers with the hashing stand-in: {min(extra):.1f} to {max(extra):.1f} ms more "
+        f"wall clock per answered message at full load, against "
+        f"{cost[local][0] - cost[hashing][0]:.1f} ms more wall clock "
+        f"({cost[local][1] - cost[hashing][1]:.1f} ms more CPU) for one query's embedding on "
+        "the same machine (onnxruntime's MiniLM inference, one thread per query as in S4; a "
+        "follow-up embeds its earlier turns too). The embedding is the difference (nothing "
+        "else changed between the rows), so the drop is the price of the local model: what "
+        "it buys is retrieval by meaning, measured in the Retrieval section "
+        "(`make bench-retrieval`); the hashing stand-in stays for unit tests only. Read the "
+        "ratio, not the absolute rates: the machine is shared (see the load average above).",
+    ]
+    return "\n".join(lines)
 
 
 def measure(runtime: LocalRuntime) -> tuple[Runs, dict[str, int]]:
@@ -147,7 +249,9 @@ def main() -> int:
     )  # fmt: skip
     with quiet_logs(show_libraries=False, show_steps=False), LocalRuntime(settings) as runtime:
         runs, idle = measure(runtime)
-    body = table(runs, idle)
+    with quiet_logs(show_libraries=False, show_steps=False), tempfile.TemporaryDirectory() as tmp:
+        embedders = measure_embedders(settings, hashing_index(Path(tmp) / "hashing-knowledge"))
+    body = table(runs, idle) + "\n\n" + embedder_table(embedders, embed_cost())
     print(body)
     report.write_section("server", "Local server", body)
     return 0

@@ -4,7 +4,7 @@ The web ACL is synthesized by the edge stack's own construct, with the test site
 listed; the offline WAF model (tests/infra/waf_model.py, a stand-in, not WAF) says what it
 answers, and a small local edge serves exactly that: status, the rule's custom response
 headers and body. Preflights are answered as CloudFront's CORS policy answers them (the
-request contract's values, local/cors.py). The same page against the rules without
+request contract's values, local/server/cors.py). The same page against the rules without
 custom response headers (what the stack had before) shows that the browser then hides the
 403 and the widget can only say it could not reach the chat.
 """

@@ -80,7 +80,7 @@ def test_the_refusal_names_each_term_and_page_and_both_ways_on(
     assert cli.main([str(site), "--out", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
     for page, term in (("a.md", "project skerry"), ("b/c.md", "project brisling")):
-        assert f"{page}: heading" in err and repr(term) in err
+        assert f"{page}: text under heading" in err and repr(term) in err  # not the heading
     assert "edit those pages" in err
     assert "--forbidden TERM" in err and '"forbidden_terms"' in err and "cdk.json" in err
 

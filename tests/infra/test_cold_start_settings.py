@@ -102,6 +102,20 @@ def test_without_a_runtime_python_the_asset_ships_source_only(monkeypatch, capsy
     assert "ship without bytecode" in capsys.readouterr().err
 
 
+def test_with_a_runtime_python_synthesis_says_the_bundles_carry_bytecode(
+    tmp_path, monkeypatch, capsys
+):
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"
+    monkeypatch.setattr(bundling, "PYTHON_VERSION", here)  # this interpreter plays the runtime
+    bundling._interpreter_for.cache_clear()
+    bundling._note_bytecode.cache_clear()
+    monkeypatch.setattr(bundling, "ensure_dependencies", lambda asset: _tree(tmp_path / "deps"))
+    bundling.build_asset(bundling.GATE_ASSET, tmp_path / "out")
+    assert f"carry bytecode compiled by Python {here}" in capsys.readouterr().err
+    assert list((tmp_path / "out" / "steps").rglob(f"*.cpython-{here.replace('.', '')}.pyc"))
+    bundling._interpreter_for.cache_clear()
+
+
 def test_a_wrong_version_named_by_the_environment_is_not_used(monkeypatch):
     monkeypatch.setattr(bundling, "PYTHON_VERSION", "3.99")
     monkeypatch.setenv("CHATGUARD_LAMBDA_PYTHON", sys.executable)  # a python, but not 3.99

@@ -134,7 +134,10 @@ def test_the_sample_index_cannot_reach_a_bedrock_deployment(project: Path) -> No
     refusals = [line for line in result.stderr.splitlines() if "synthesis refused" in line]
     assert len(refusals) == 1, result.stderr
     assert "build/knowledge" in refusals[0] and "hashing-v2" in refusals[0]
-    assert "chatguard index SITE_DIR --out build/knowledge --embedder titan" in refusals[0]
+    # The site cdk.json names (not a placeholder), and the route without a Titan index.
+    assert "`chatguard index examples/site --out build/knowledge --embedder titan`" in refusals[0]
+    assert '"embedder": "local"' in refusals[0] and "SITE_DIR" not in refusals[0]
+    assert "`chatguard index examples/site --out build/knowledge`" in refusals[0]
     assert "Traceback" not in result.stderr
     assert calls == ["synth --quiet --no-notices"], calls  # never reached deploy
     # make did not rebuild the index behind the operator's back either.

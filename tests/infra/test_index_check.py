@@ -132,3 +132,18 @@ def test_a_local_embedder_deployment_wants_the_local_index_and_ships_the_model()
     assert not {"onnxruntime", "tokenizers"} & {
         line.split("==")[0] for line in RETRIEVAL_ASSET.requirements()
     }
+
+
+def test_the_refusal_names_the_site_directory_and_the_local_model_route() -> None:
+    """Issue 27, item 5: the command runs as printed (cdk.json's site_dir, no SITE_DIR
+    placeholder), and the refusal names the synth that needs no Titan index."""
+    with pytest.raises(IndexMismatch) as refused:
+        check(
+            BuiltIndex("minilm-l6-v2-int8-max128", 384), wanted=WANTED, dimensions=1024,
+            stand_in_allowed=False, site="docs/_build/html",
+        )  # fmt: skip
+    message = str(refused.value)
+    assert "SITE_DIR" not in message and "\n" not in message
+    assert "`chatguard index docs/_build/html --out build/knowledge --embedder titan`" in message
+    assert '"embedder": "local"' in message
+    assert message.endswith("`chatguard index docs/_build/html --out build/knowledge`")

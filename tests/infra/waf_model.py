@@ -35,7 +35,7 @@ class Request:
     path: str
     headers: Mapping[str, str] = field(default_factory=dict)
     body: bytes = b""
-    address: str = "192.0.2.1"  # TEST-NET-1 (RFC 5737): never a real visitor
+    address: str = "visitor-a"  # the rate key: any label stands for the client address
 
     def header(self, name: str) -> str | None:
         wanted = name.lower()

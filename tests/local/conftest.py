@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import http.client
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -211,3 +214,20 @@ def all_at_once(count: int, send: Callable[[int], Outcome]) -> list[Outcome]:
     for thread in threads:
         thread.join(timeout=120)
     return outcomes
+
+
+@contextmanager
+def serve_process(*args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """`chatguard serve --port 0 ARGS` in a fresh process, with the URL it printed; killed
+    on the way out if the test did not stop it."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "chatguard", "serve", "--port", "0", *args],
+        cwd=PROJECT_ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        yield process, line.split()[line.split().index("on") + 1]
+    finally:
+        if process.poll() is None:
+            process.kill()

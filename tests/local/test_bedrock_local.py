@@ -207,7 +207,10 @@ def test_model_access_is_checked_on_the_foundation_models_for_free() -> None:
     ("answer", "says"),
     [
         ({"authorizationStatus": "NOT_AUTHORIZED"}, "no access to"),
-        ({"entitlementAvailability": "NOT_AVAILABLE"}, "Model access"),
+        (
+            {"entitlementAvailability": "NOT_AVAILABLE"},
+            "`chatguard enable-model --region eu-west-1`",
+        ),
         ({"regionAvailability": "NOT_AVAILABLE"}, "not available in eu-west-1"),
         ("UnrecognizedClientException", "rejected the credentials"),
         ("ExpiredTokenException", "rejected the credentials"),

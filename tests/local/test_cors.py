@@ -55,7 +55,7 @@ def test_allow_origin_is_never_a_wildcard_and_only_ever_the_listed_origin(origin
 
 def test_the_allow_list_takes_exact_origins_only() -> None:
     assert check_origins([SITE, "http://localhost:3000"]) == (SITE, "http://localhost:3000")
-    for bad in ("*", "https://*.example.com", SITE + "/", SITE + "/blog", "www.example.com",
-                "HTTPS://www.example.com", "null", "", 42, "https://exa mple.com"):  # fmt: skip
+    for bad in ("*", "https://*.example.com", SITE + "/blog", "www.example.com",
+                "null", "", 42, "https://exa mple.com"):  # fmt: skip
         with pytest.raises(OriginError):
             check_origins([bad])

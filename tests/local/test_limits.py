@@ -22,7 +22,8 @@ BASE = Settings(model_backend="offline")
 
 def test_the_defaults_admit_messages_and_warn_of_nothing() -> None:
     lines = limits.summary(BASE)
-    assert len(lines) == 1 and lines[0].startswith("limits:")
+    assert len(lines) == 2 and lines[0].startswith("limits:")
+    assert lines[1].startswith("pacing: on")  # a line of fact, not a warning
     counts = limits.admitted(BASE)
     assert counts["day"] == BASE.daily_ceiling_micros // largest_reserve_micros(BASE) > 0
     assert 0 < counts["visitor"] <= BASE.visitor_message_limit

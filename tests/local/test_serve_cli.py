@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import signal
 import socket
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,8 @@ from local.commands import chat_demo_serve as commands
 from local.commands.render import message_lines, quiet_logs
 from local.engine.runtime import LocalRuntime
 from local.server.routes import Dispatcher, EdgeOptions, Request, message_line
+
+from .conftest import serve_process
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAT = {"message": "How does the WAF rate-based rule protect the chat?"}
@@ -98,21 +98,10 @@ def test_the_openapi_document_is_served_where_the_readme_points(runtime: LocalRu
 
 @pytest.mark.slow
 def test_ctrl_c_on_a_running_serve_exits_130(knowledge_dir: Path) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "chatguard", "serve", "--port", "0", "--quiet",
-         "--knowledge", str(knowledge_dir)],
-        cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        url = line.split()[line.split().index("on") + 1]
+    with serve_process("--quiet", "--knowledge", str(knowledge_dir)) as (process, url):
         with urllib.request.urlopen(url + "/openapi.json", timeout=60) as response:
             assert response.status == 200  # serving: the signal lands in the loop
         process.send_signal(signal.SIGINT)
         _out, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
     assert process.returncode == 130, err
     assert "Traceback" not in err

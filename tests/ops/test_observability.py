@@ -174,15 +174,16 @@ def test_listeners_see_every_step_and_cannot_break_it():
 
 
 _XRAY_SCRIPT = r"""
-import json, os, boto3
+import json, os, socket, sys, boto3
 from moto import mock_aws
+sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+sink.bind(("127.0.0.1", 0))
+sink.settimeout(5)
 os.environ.update(AWS_LAMBDA_FUNCTION_NAME="chatguard-CostGate", AWS_ACCESS_KEY_ID="x",
-                  AWS_SECRET_ACCESS_KEY="x", AWS_DEFAULT_REGION="us-east-1")
-from aws_xray_sdk.core import xray_recorder
-class Keep:
-    def send_entity(self, entity): pass
-    def set_daemon_address(self, address): pass
-xray_recorder.configure(sampling=False, emitter=Keep())
+                  AWS_SECRET_ACCESS_KEY="x", AWS_DEFAULT_REGION="us-east-1",
+                  AWS_XRAY_DAEMON_ADDRESS="127.0.0.1:%d" % sink.getsockname()[1],
+                  _X_AMZN_TRACE_ID="Root=1-5759e988-bd862e3fe1be46a994272793;"
+                                   "Parent=53995c3f42cd8ad8;Sampled=" + sys.argv[1])
 from steps.lib.runtime import observability
 
 @observability.instrumented("CostGate")
@@ -192,27 +193,47 @@ def handler(event, context=None):
     return {}
 
 with mock_aws():
-    segment = xray_recorder.begin_segment("facade")
     handler({"requestId": "r7"})
-    step = segment.subsegments[0]
-    print(json.dumps({"name": step.name, "annotations": step.annotations,
-                      "metadata": step.metadata,
-                      "calls": [(c.name, c.aws.get("operation")) for c in step.subsegments]}))
-    xray_recorder.end_segment()
+docs = []
+try:
+    while True:
+        header, _, body = sink.recv(65536).partition(b"\n")
+        assert json.loads(header) == {"format": "json", "version": 1}
+        docs.append(json.loads(body))
+except socket.timeout:
+    pass
+print(json.dumps(docs))
 """
 
 
-def test_on_lambda_each_step_is_an_annotated_xray_subsegment_with_its_aws_calls():
-    # A subprocess: patching botocore for X-Ray is process-wide.
+def _xray_documents(sampled: str) -> list[dict]:
+    # A subprocess: the botocore patch for X-Ray is process-wide.
     done = subprocess.run(
-        [sys.executable, "-c", _XRAY_SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
+        [sys.executable, "-c", _XRAY_SCRIPT, sampled],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    tree = json.loads(done.stdout.strip().splitlines()[-1])
-    assert tree["name"] == "CostGate"
-    assert tree["annotations"] == {"step": "CostGate", "decision": "reserved"}
-    assert tree["metadata"] == {"chatguard": {"cost": {"reserved_micros": 4000}}}
-    assert tree["calls"] == [["dynamodb", "ListTables"]]
+    docs: list[dict] = json.loads(done.stdout.strip().splitlines()[-1])
+    return docs
+
+
+def test_on_lambda_each_step_is_an_annotated_xray_subsegment_with_its_aws_calls():
+    call, step = _xray_documents("1")  # the AWS call ends (and is sent) first
+    assert step["name"] == "CostGate" and step["type"] == "subsegment"
+    assert step["trace_id"] == "1-5759e988-bd862e3fe1be46a994272793"
+    assert step["parent_id"] == "53995c3f42cd8ad8"  # Lambda's function segment
+    assert step["annotations"] == {"step": "CostGate", "decision": "reserved"}
+    assert step["metadata"] == {"chatguard": {"cost": {"reserved_micros": 4000}}}
+    assert step["start_time"] <= call["start_time"] <= call["end_time"] <= step["end_time"]
+    assert (call["name"], call["aws"], call["namespace"]) == (
+        "dynamodb", {"operation": "ListTables"}, "aws",
+    )  # fmt: skip
+    assert call["parent_id"] == step["id"] and call["trace_id"] == step["trace_id"]
+    assert "fault" not in call and "error" not in call
+
+
+def test_an_unsampled_trace_sends_nothing():
+    assert _xray_documents("0") == []
 
 
 def test_gate_steps_import_without_powertools_xray_or_numpy():

@@ -61,7 +61,8 @@ def test_code_lines_are_told_from_prose_lines_of_real_pages(line: str, code: boo
     ("sentence", "forward", "back"),
     [
         ("you would use the following code:", True, False),
-        ("For example, run it twice.", True, False),
+        ("For example, run it twice.", False, False),
+        ("For example:", True, False),
         ("Run the command below.", True, False),
         ("The code above prints the URL.", False, True),
         ("This sets a timeout of five seconds.", False, False),

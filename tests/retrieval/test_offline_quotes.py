@@ -32,9 +32,16 @@ def user(text: str) -> dict[str, Any]:
     return {"role": "user", "content": [{"text": text}]}
 
 
+FENCE = re.compile(r"^(`{3,})\n(.*?)\n\1$", re.MULTILINE | re.DOTALL)
+
+
 def quoted(reply: str) -> list[str]:
+    """The reply's sentences and its code blocks (each fenced block whole)."""
     assert reply.startswith(OFFLINE_PREFIX)
-    return re.split(r"(?<=[.!?])\s+|\n", reply.removeprefix(OFFLINE_PREFIX))
+    body = reply.removeprefix(OFFLINE_PREFIX)
+    code = [m.group(2) for m in FENCE.finditer(body)]
+    prose = [s for s in re.split(r"(?<=[.!?])\s+|\n", FENCE.sub("", body)) if s.strip()]
+    return prose + code
 
 
 def test_only_the_first_source_is_quoted_even_when_a_later_one_matches_better() -> None:

@@ -79,3 +79,13 @@ def test_degraded_without_a_match_links_nothing(aws):
     event = load_event("degraded")
     event["request"]["message"] = "zzzz qqqq"
     assert "also" not in degraded.handler(event, None)["body"]
+
+
+def test_summarise_this_page_quotes_the_page_it_is_asked_on(aws):
+    event = load_event("degraded")
+    event["request"] |= {"message": "Summarise this page", "page": "/posts/budgets.html"}
+    body = degraded.handler(event, None)["body"]
+    assert body["sources"][0]["page"] == "/posts/budgets.html"
+    assert "A reservation holds the worst-case cost" in body["reply"]
+    event["request"]["page"] = None  # from no page: a plain lexical match ("page views")
+    assert degraded.handler(event, None)["body"]["sources"][0]["page"] != "/posts/budgets.html"

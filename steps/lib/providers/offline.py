@@ -15,18 +15,17 @@
 from __future__ import annotations
 
 import html
-import itertools
 import math
-import re
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..grounding.followup import follow_up_query
 from ..money import pricing
 from ..money.byte_bound import message_texts, prompt_bound, text_bound
 from ..runtime.settings import Settings
-from ..text import prose, tokens
+from ..text import quoting, tokens
 from ..text.prompt import REFERENCE_SOURCE
 from .interface import CountNotOffered, GuardVerdict, ModelReply
 
@@ -36,7 +35,6 @@ if TYPE_CHECKING:
 OFFLINE_PREFIX = "Offline answer (extracted from this site, no language model): "
 NO_MATCH = "I could not find anything about that on this site, so I would rather not guess."
 SENTENCES_PER_REPLY = 3
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 class ExtractiveResponder:
@@ -100,12 +98,14 @@ def _text_of(message: dict[str, Any]) -> str:
 
 
 def compose_reply(system: str, messages: list[dict[str, Any]], max_tokens: int) -> str:
-    """Whole sentences of the FIRST reference source, or NO_MATCH when there is none.
+    """Whole thoughts of the FIRST reference source, or NO_MATCH when there is none.
 
     S4 puts the best-ranked match first in the grounding, and the first grounding chunk is
     always among the sources the reply cites (steps/retrieve.py), so quoting it alone
     means the reply quotes only what it cites. Within it, the sentences that share the
-    most weight with the question (follow-up terms included) are kept, in their order.
+    most weight with the question (follow-up terms included) are kept, in their order;
+    a sentence that points at a code block brings it, fenced, or is left out, and a code
+    comment is never quoted as a sentence (text/quoting.py).
     """
     sources = [
         (html.unescape(m.group("heading")), html.unescape(m.group("text")))
@@ -116,23 +116,27 @@ def compose_reply(system: str, messages: list[dict[str, Any]], max_tokens: int) 
     users = [_text_of(m) for m in messages if m.get("role") == "user"]
     history = [{"role": "user", "content": text} for text in users[:-1]]
     query = follow_up_query(users[-1] if users else "", history)
-    picked = _best_sentences(sources, query.weights)
-    return _whole_sentences(OFFLINE_PREFIX, picked, max_tokens) if picked else NO_MATCH
+    picked = _best_pieces(sources, query.weights)
+    return _whole(OFFLINE_PREFIX, picked, max_tokens) if picked else NO_MATCH
 
 
-def _sentences(text: str) -> list[str]:
-    """The text's prose sentences (no heading line, bullet marker or code line: they would
-    run into the sentence next to them); all its lines when it holds no prose at all."""
-    return prose.sentences(text) or [s.strip() for s in _SENTENCE.split(text) if len(s.strip()) > 1]
+def _pieces(text: str) -> list[quoting.Piece]:
+    """The text's sentences and code blocks (a section that is only code has no sentence:
+    its comments are code too, never prose)."""
+    return quoting.pieces(text)
 
 
-def _best_sentences(sources: list[tuple[str, str]], weights: Mapping[str, float]) -> list[str]:
+def _best_pieces(
+    sources: list[tuple[str, str]], weights: Mapping[str, float]
+) -> list[quoting.Piece]:
     """Up to SENTENCES_PER_REPLY sentences of the first source, best first by IDF x
     question weight of their distinct terms (the heading's terms count half), normalised
-    by length, then put back in document order. With no overlap, its opening sentences."""
+    by length, then put back in document order with the code they point at. With no
+    overlap, its opening sentences."""
     heading, text = sources[0]
-    sentences = _sentences(text)
-    bags = [set(tokens.terms(s)) for s in sentences]
+    found = _pieces(text)
+    sentences = [p for p in found if not p.code and quoting.can_stand(found, p)]
+    bags = [set(tokens.terms(p.text)) for p in sentences]
     # IDF over every sentence of the reference, so words common to all sources weigh little.
     everything = [set(tokens.terms(s)) for _, t in sources for s in _sentences(t)]
     df = Counter(t for bag in everything for t in bag)
@@ -145,25 +149,41 @@ def _best_sentences(sources: list[tuple[str, str]], weights: Mapping[str, float]
             scored.append((-(score + bonus) / math.sqrt(len(bag) or 1), position))
     best = sorted(scored)[:SENTENCES_PER_REPLY]
     positions = sorted(p for _, p in best) if best else range(len(sentences))
-    return [sentences[p] for p in positions][:SENTENCES_PER_REPLY]
+    chosen = [sentences[p] for p in positions][:SENTENCES_PER_REPLY]
+    if not chosen:  # only code (or only sentences pointing at nothing): its first block
+        return [p for p in found if p.code][:1]
+    return quoting.whole_thoughts(found, chosen)
 
 
-def _joined(sentences: list[str]) -> str:
-    """Sentences run on with a space; a line that ends without one (a list item, a
-    heading line) keeps its line break, so it does not glue onto the next sentence."""
-    out = sentences[0] if sentences else ""
-    for previous, sentence in itertools.pairwise(sentences):
-        out += (" " if previous.endswith((".", "!", "?")) else "\n") + sentence
-    return out
+def _first_lines(piece: quoting.Piece, fits: Any) -> quoting.Piece:
+    """A code block cut to its first lines that fit, the last of them cut at a word if it
+    must (the fence stays whole); a sentence as it is (cut at a word by the caller)."""
+    if not piece.code:
+        return piece
+    text = piece.text
+    while "\n" in text and not fits([replace(piece, text=text)]):
+        text = text.rsplit("\n", 1)[0]
+    while " " in text.strip() and not fits([replace(piece, text=text)]):
+        text = text.rstrip().rsplit(" ", 1)[0]
+    return replace(piece, text=text)
 
 
-def _whole_sentences(prefix: str, sentences: list[str], max_tokens: int) -> str:
+def _sentences(text: str) -> list[str]:
+    return [p.text for p in _pieces(text) if not p.code]
+
+
+def _whole(prefix: str, pieces: list[quoting.Piece], max_tokens: int) -> str:
     """Like maxTokens on Converse the reply stays within the bound, but by dropping whole
-    sentences from the end; a first sentence alone over the bound is cut at a word."""
-    kept = list(sentences)
-    while len(kept) > 1 and tokens.count_tokens(prefix + _joined(kept)) > max_tokens:
-        kept.pop()
-    reply = prefix + _joined(kept)
+    sentences and code blocks from the end (never ending on a sentence whose block went);
+    a first sentence alone over the bound is cut at a word."""
+
+    def fits(kept: list[quoting.Piece]) -> bool:
+        return tokens.count_tokens(prefix + quoting.render(kept)) <= max_tokens
+
+    # Nothing fits whole: the first piece that can end a reply, cut to the bound.
+    first = next((p for p in pieces if not quoting.dangling(p)), pieces[0])
+    kept = quoting.within(pieces, fits) or [_first_lines(first, fits)]
+    reply = prefix + quoting.render(kept)
     while tokens.count_tokens(reply) > max_tokens and " " in reply:
         reply = reply.rsplit(" ", 1)[0]
     return reply

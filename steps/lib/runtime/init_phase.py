@@ -2,7 +2,7 @@
 
 Lambda runs a handler module's top level before the first invocation, under INIT's own
 10-second limit rather than the function timeout, so a cold invocation's clock starts
-with the clients built, Powertools and the X-Ray patch loaded and (S4, S7) the index in
+with the clients built, the telemetry backend ready and (S4, S7) the index in
 memory. Off Lambda (tests, the local runtime) nothing runs here: those choose endpoints,
 settings and the index after importing the handlers, and everything is built on first use
 exactly as before.

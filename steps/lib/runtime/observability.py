@@ -3,14 +3,14 @@
 Handlers use only ``@instrumented("Quota")`` and ``decision("limited", visitor=..., ...)``;
 what sits behind them can change without touching a handler:
 
-- Powertools Logger: one JSON line in and one line out per invocation (request_id, step,
+- JSON log lines (json_lines.py): one in and one out per invocation (request_id, step,
   decision, visitor hash, cost in micro-USD, ms). Fields are sanitised here, so a careless
   call cannot log an IP, a secret or a whole event.
-- Powertools Metrics: EMF, namespace ``Chatguard``, one metric per decision (METRICS below).
-- X-Ray through aws-xray-sdk: botocore patched, one subsegment per step with the
+- EMF metrics (json_lines.py): namespace ``Chatguard``, one metric per decision (METRICS).
+- X-Ray (trace_segments.py, without the X-Ray SDK): one subsegment per step with the
   annotations ``step`` and ``decision`` (filterable) and the cost fields as metadata.
 
-On Lambda, ``instrumented`` builds the backend (Powertools, the X-Ray patch) when the
+On Lambda, ``instrumented`` builds the backend (log, metrics, X-Ray tracer) when the
 handler module is imported, in the INIT phase, so the first invocation does not pay for
 it; offline it is built on the first invocation (tests and the local runtime change the
 environment between imports and calls). Offline X-Ray is never loaded, metrics stay in

@@ -1,19 +1,22 @@
-"""The machinery behind steps/lib/runtime/observability.py: Powertools Logger and Metrics, X-Ray.
+"""The machinery behind steps/lib/runtime/observability.py: JSON logs, EMF metrics, X-Ray.
 
-This module itself is light: Powertools and the X-Ray SDK are imported only when
-observability builds the ``Backend`` (at a handler's import on Lambda, in the INIT phase;
-at the first invocation offline). On Lambda: JSON logs and EMF on stdout, X-Ray with botocore
-patched. Offline: logs on stderr, metrics kept in memory (``LocalSink``), no X-Ray.
+The backend is built when observability asks for it (at a handler's import on Lambda, in
+the INIT phase; at the first invocation offline). On Lambda: JSON log lines and EMF on
+stdout (json_lines.py), X-Ray subsegments for each step and each AWS call
+(trace_segments.py); neither Powertools nor the X-Ray SDK, whose imports cost every cold
+start more than these formats. Offline: logs on stderr, metrics kept in memory
+(``LocalSink``), no X-Ray.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from .json_lines import EmfMetrics, JsonLogger
 
 NAMESPACE = "Chatguard"
 SERVICE = "chatguard"
@@ -50,37 +53,30 @@ class LocalSink:
 
 
 class Backend:
-    """Powertools Logger + Metrics and X-Ray, loaded once per container, lazily."""
+    """JSON log lines, EMF metrics and X-Ray subsegments, built once per container."""
 
     def __init__(self, *, on_lambda: bool) -> None:
-        from aws_lambda_powertools import Logger
-
+        # The level variable keeps Powertools' name, which the local commands already set.
         level = os.environ.get("POWERTOOLS_LOG_LEVEL") or "INFO"
-        stream: Any = _CurrentStream("stdout" if on_lambda else "stderr")
-        self.logger = Logger(service=SERVICE, level=level, stream=stream)
-        # Powertools reuses an already configured logger of the same service: re-point it,
-        # so a reset (tests, the local runtime) really changes level and stream.
-        self.logger.setLevel(level)
-        handler = self.logger.registered_handler
-        if isinstance(handler, logging.StreamHandler):
-            handler.stream = stream  # not setStream(): that flushes the old, maybe closed, one
+        stream = _CurrentStream("stdout" if on_lambda else "stderr")
+        self.logger = JsonLogger(service=SERVICE, level=level, stream=stream)
         self.metrics = self._metrics() if on_lambda else None
         self.xray = self._xray() if on_lambda and _xray_wanted() else None
 
     @staticmethod
     def _metrics() -> Any:
-        from aws_lambda_powertools import Metrics
-
-        return Metrics(namespace=NAMESPACE, service=SERVICE)
+        return EmfMetrics(namespace=NAMESPACE, service=SERVICE, stream=_CurrentStream("stdout"))
 
     @staticmethod
     def _xray() -> Any:
-        from aws_xray_sdk.core import patch, xray_recorder
+        # Subsegments written by hand (trace_segments.py), not the X-Ray SDK: its import and
+        # botocore patch cost a cold start more than the few fields we send.
+        from .trace_segments import Daemon, Tracer, trace_botocore
 
-        # Never let a missing segment (e.g. a test outside Lambda) raise inside a step.
-        xray_recorder.configure(context_missing="IGNORE_ERROR")
-        patch(("botocore",))  # every AWS call becomes a timed subsegment of its step
-        return xray_recorder
+        daemon = Daemon(os.environ.get("AWS_XRAY_DAEMON_ADDRESS") or "127.0.0.1:2000")
+        tracer = Tracer(daemon.send)
+        trace_botocore(tracer)  # every AWS call becomes a timed subsegment of its step
+        return tracer
 
     def started(self, step: str, request_id: str | None) -> None:
         self.logger.info("in", extra={"step": step, "request_id": request_id})

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 _PROMPT = re.compile(r"^\s*(?:>>>|\.\.\.|\$|#!|%)\s")
-# A sentence that announces what comes next ("use the following code:", "for example:")
+# A sentence that announces what comes next ("use the following code:", "for example:";
+# "for example" inside a sentence brings its example with it)
 # or refers to what came before it ("the code above"): on its own it points at nothing.
 _POINTS_FORWARD = re.compile(
-    r":\s*$|\b(?:the\s+following|as\s+follows|below|like\s+(?:this|so)|for\s+example)\b",
+    r":\s*$|\b(?:the\s+following|as\s+follows|below|like\s+(?:this|so))\b",
     re.IGNORECASE,
 )
 _POINTS_BACK = re.compile(
@@ -32,6 +33,7 @@ _POINTS_BACK = re.compile(
     re.IGNORECASE,
 )
 _BACKTICKS = re.compile(r"`{3,}")
+_COMMENT = re.compile(r"^\s*(?:#|//)\s")
 _WORD = re.compile(r"[(\"'\u2018\u201c]?[A-Za-z][A-Za-z'\u2019-]*[)\"'\u2019\u201d.,;:!?]*")
 SENTENCE_MIN_WORDS = 6
 _SENTENCE_END = re.compile(r"[a-z\u2019)][.!?][\"'\u201d)]*$")
@@ -54,7 +56,7 @@ def is_code_line(line: str) -> bool:
     line of words ("All subclasses contain the following method(s):") is prose even with
     a bracket in it, and a bracket after a space ("Added chardet 5.0.0 (#6179)") is no
     sign of code at all."""
-    if _PROMPT.match(line):
+    if _PROMPT.match(line) or is_comment(line):
         return True
     if not _CODE_SIGN.search(line):
         return False
@@ -63,6 +65,12 @@ def is_code_line(line: str) -> bool:
         return False  # "Make Response.json() callable, not property."
     plain = sum(bool(_WORD.fullmatch(w)) for w in words)
     return not (len(words) >= SENTENCE_MIN_WORDS and plain * 10 >= 7 * len(words))
+
+
+def is_comment(line: str) -> bool:
+    """A code comment line ("# you will see the REQUEST, ..."): code, whatever it says.
+    Page text never starts a line with '# ' (headings are rendered without their marks)."""
+    return bool(_COMMENT.match(line))
 
 
 def is_code_paragraph(paragraph: str) -> bool:

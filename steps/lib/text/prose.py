@@ -10,6 +10,7 @@ offline responder quotes only `sentences`; the degraded answer drops trailing he
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 _BULLET = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+")
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
@@ -35,11 +36,12 @@ def is_code(line: str) -> bool:
     return bool(_CODE.search(text)) and not _SENTENCE_END.search(text)
 
 
-def sentences(text: str) -> list[str]:
-    """The text's sentences, headings and code lines left out, list markers removed."""
+def sentences(text: str, code_line: Callable[[str], bool] = is_code) -> list[str]:
+    """The text's sentences, headings and code lines (`code_line`) left out, list markers
+    removed."""
     out: list[str] = []
     for line in text.splitlines():
-        if not line.strip() or is_heading(line) or is_code(line):
+        if not line.strip() or is_heading(line) or code_line(line):
             continue
         out += [s.strip() for s in _SPLIT.split(_BULLET.sub("", line)) if len(s.strip()) > 1]
     return out
