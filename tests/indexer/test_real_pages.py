@@ -43,7 +43,7 @@ UTILITY = {
     "material": {"404.html"},
     "doxygen": {"globals_n.html", "search/all_2.html"},
     "jekyll": {"404.html"},
-    "hugo": {"404.html"},
+    "hugo": {"404.html", "tags/golang/index.html"},  # a tag's list of posts
 }
 LANDMARK_HEADINGS = {"navigation", "search", "quick search", "contents", "table of contents"}
 _SIGN_AT_END = re.compile(r"[\u00b6#\u00a7\u25c6\u200b\ue000-\uf8ff\U0001f517]\s*$")
