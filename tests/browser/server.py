@@ -15,9 +15,8 @@ from types import TracebackType
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_SECONDS = 90
-# The ready line: "chatguard serving ... on http://127.0.0.1:PORT" (earlier lines may name
-# other URLs, such as the cross-origin hint's example origin).
-_URL = re.compile(r"^chatguard serving .* on http://127\.0\.0\.1:(\d+)")
+# The line that says where it serves (the start-up lines also name example origins).
+_URL = re.compile(r"serving offline on http://127\.0\.0\.1:(\d+)")
 
 
 class ServerProcess:
