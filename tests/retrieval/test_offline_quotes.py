@@ -90,7 +90,7 @@ def test_on_the_sample_site_every_quoted_sentence_comes_from_a_cited_chunk(
         query = follow_up_query(q["question"], history, history_chars=2000, page=page)
         found = ground(kb, embedder.embed([query.text])[0], query, 1500, TOP_MATCHES)
         chunks: list[Chunk] = found.chunks
-        cited = [{"page": s["page"], "heading": s["heading"]} for s in sources_of(found.cited)]
+        cited = sources_of(found.cited)
         grounding = [{"page": c.page, "heading": c.heading, "text": c.text} for c in chunks]
         reply = compose_reply(prompt.system_text(grounding), [user(q["question"])], 500)
         cited_sections = {(s["page"], s["heading"]) for s in cited}
