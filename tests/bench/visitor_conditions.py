@@ -52,7 +52,7 @@ POLICY = replace(IndexPolicy.from_context(), permalinks="pretty")
 CONDITIONS = ("no page", "unrelated long page", "home page", "the page itself")
 TARGET_GAP = 0.03
 TARGET_QUOTED, TARGET_LINKED = 0.70, 0.85
-PRIORS = (0.0, 0.02, 0.03, 0.05, 0.15)
+PRIORS = (0.0, 0.01, 0.02, 0.03, 0.05, 0.15)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +145,30 @@ def condition_mrr(
     return {c: float(np.mean(r)) for c, r in ranks.items()}
 
 
+def chain_conditions(run: Run, qs: quality.QuestionSet) -> dict[str, float]:
+    """Share of the three-turn chains whose page S4 cites at turns 2 and 3 (vague
+    follow-ups), each chain asked under each condition (its own page = "the page itself")."""
+    kb, budget = run.kb, Settings().grounding_token_budget
+    rates: dict[str, list[bool]] = {c: [] for c in CONDITIONS}
+    for chain in qs.chains:
+        for condition, page in condition_pages(kb, chain["page"]).items():
+            history: list[dict[str, str]] = []
+            held = True
+            for turn, message in enumerate(chain["turns"]):
+                query = follow_up_query(
+                    message, history, history_chars=quality.HISTORY_CHARS, page=page
+                )
+                found = retrieval.ground(kb, run.vector(query), query, budget, TOP_MATCHES)
+                cited = {s["page"] for s in sources_of(found.cited)}
+                held = held and (turn == 0 or chain["page"] in cited)
+                history += [
+                    {"role": "user", "content": message},
+                    {"role": "assistant", "content": ""},
+                ]
+            rates[condition].append(held)
+    return {c: sum(r) / len(r) for c, r in rates.items()}
+
+
 def worst_gap(mrr: dict[str, float]) -> float:
     return max(mrr["no page"] - mrr[c] for c in CONDITIONS[1:])
 
@@ -187,7 +211,9 @@ def site_report(run: Run, qs: quality.QuestionSet) -> dict[str, Any]:
         "variants": variants,
         "about_page": about_page_rate(run, long_pages),
         "degraded": degraded_rates(run, qs),
+        "chains": chain_conditions(run, qs) if qs.chains else None,
         "questions": len(qs.questions),
+        "chains_n": qs.chains,
         "pages": len(kb.pages),
         "chunks": len(kb.chunks),
     }
@@ -220,6 +246,16 @@ def site_table(
         f"- chosen policy, worst gap to no page: {gap:.3f} (target <= {TARGET_GAP}: "
         f"{'met' if gap <= TARGET_GAP else 'NOT met'}); \"Summarise this page\" asked on each of "
         f"the 10 longest pages cites that page first: {found['about_page']:.2f}",
+        *(
+            [
+                f"- its {len(found['chains_n'])} three-turn chains (vague follow-ups; "
+                f"current-page prior {retrieval.FOLLOW_UP_PAGE_WEIGHT} after an earlier "
+                "turn), the chain's page cited at turns 2 and 3: "
+                + ", ".join(f"{c} {found['chains'][c]:.2f}" for c in CONDITIONS)
+            ]
+            if found["chains"]
+            else []
+        ),
         f"- degraded answer (S7, {how}), the quoted section's page "
         f"is the expected one: {quoted:.2f} (target >= {TARGET_QUOTED}: "
         f"{'met' if quoted >= TARGET_QUOTED else 'NOT met'}); it or one of its two \"also "

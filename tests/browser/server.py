@@ -15,7 +15,8 @@ from types import TracebackType
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_SECONDS = 90
-_URL = re.compile(r"http://127\.0\.0\.1:(\d+)")
+# The line that says where it serves (the start-up lines also name example origins).
+_URL = re.compile(r"serving offline on http://127\.0\.0\.1:(\d+)")
 
 
 class ServerProcess:

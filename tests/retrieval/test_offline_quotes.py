@@ -90,11 +90,9 @@ def test_on_the_sample_site_every_quoted_sentence_comes_from_a_cited_chunk(
         query = follow_up_query(q["question"], history, history_chars=2000, page=page)
         found = ground(kb, embedder.embed([query.text])[0], query, 1500, TOP_MATCHES)
         chunks: list[Chunk] = found.chunks
-        cited = sources_of(found.cited)
+        cited = {(s["page"], s["heading"]) for s in sources_of(found.cited)}
         grounding = [{"page": c.page, "heading": c.heading, "text": c.text} for c in chunks]
         reply = compose_reply(prompt.system_text(grounding), [user(q["question"])], 500)
-        texts = [
-            g["text"] for g in grounding if {"page": g["page"], "heading": g["heading"]} in cited
-        ]
+        texts = [g["text"] for g in grounding if (g["page"], g["heading"]) in cited]
         for sentence in quoted(reply):
             assert any(sentence in text for text in texts), (q["question"], sentence)

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from steps.lib.grounding import selection
+from steps.lib.grounding import retrieval, selection
 from steps.lib.grounding.followup import follow_up_query
 from steps.lib.grounding.knowledge import Knowledge
 from steps.lib.grounding.retrieval import ground, rank, scores
 from steps.lib.providers.hashing_embedder import HashingEmbedder
 from steps.retrieve import sources_of
 from tests.bench.visitor_conditions import page_before
+
+from .conftest import QUESTIONS
 
 QUESTION = "What do SPF, DKIM and DMARC each do?"
 ANSWER = "/posts/phishing-email-authentication"
@@ -24,9 +28,14 @@ def longest_page(kb: Knowledge, other_than: str) -> str:
 
 
 def cited(
-    kb: Knowledge, embedder: HashingEmbedder, message: str, page: str | None, budget: int
+    kb: Knowledge,
+    embedder: HashingEmbedder,
+    message: str,
+    page: str | None,
+    budget: int,
+    history: list[dict[str, str]] | None = None,
 ) -> list[str]:
-    query = follow_up_query(message, [], page=page)
+    query = follow_up_query(message, history or [], history_chars=2000, page=page)
     found = ground(kb, embedder.embed([query.text])[0], query, budget)
     return [s["page"] for s in sources_of(found.cited)]
 
@@ -142,3 +151,30 @@ def test_any_selection_stays_in_budget_and_keeps_every_match_that_fits(
     assert sum(tokens[i] for i in page_only) <= selection.PAGE_SHARE * budget
     assert set(page_only) <= set(page)
     assert list(picked.cited) == [i for i in picked.chosen if i in matches] or not taken
+
+
+def _chains_kept(kb: Knowledge, embedder: HashingEmbedder, on_page: bool) -> int:
+    chains = json.loads(QUESTIONS.read_text(encoding="utf-8"))["chains"]
+    kept = 0
+    for chain in chains:
+        history: list[dict[str, str]] = []
+        held = True
+        for turn, message in enumerate(chain["turns"]):
+            page = chain["page"] if on_page else None
+            held = held and (
+                turn == 0 or chain["page"] in cited(kb, embedder, message, page, 1500, history)
+            )
+            history += [{"role": "user", "content": message}, {"role": "assistant", "content": ""}]
+        kept += held
+    return kept
+
+
+def test_a_vague_follow_up_asked_on_its_page_keeps_the_page(
+    kb: Knowledge, embedder: HashingEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The follow-up prior: every sample chain asked on its page keeps it; with the first
+    question's smaller prior for follow-ups too, one chain loses its page."""
+    assert _chains_kept(kb, embedder, on_page=True) == 10
+    assert _chains_kept(kb, embedder, on_page=False) == 9
+    monkeypatch.setattr(retrieval, "FOLLOW_UP_PAGE_WEIGHT", retrieval.CURRENT_PAGE_WEIGHT)
+    assert _chains_kept(kb, embedder, on_page=True) == 9

@@ -63,9 +63,17 @@ PAGE_WEIGHT = 0.4  # of the page's BM25 inside the lexical part
 # where the visitor stands") measures it on four real sites, with the hashing stand-in and
 # the local model, asked from an unrelated long page, the home page and the page itself:
 # the largest prior of the grid whose worst gap to "no page" stays within 0.03 on every
-# set (0.05 cost 0.056 on LMDB's docs, whose longest page is about the same API; 0.15 up
-# to 0.19). It still lifts the page itself for a question asked on it (0 does not).
-CURRENT_PAGE_WEIGHT = 0.03
+# set (0.028 on LMDB's docs, whose longest page is about the same API; 0.03 cost 0.042
+# there, 0.05 0.056 and 0.15 up to 0.22). It still lifts the page itself for a question
+# asked on it (0 does not).
+CURRENT_PAGE_WEIGHT = 0.02
+# The same prior for a follow-up (a message after earlier user turns): "and what if I
+# lose it?" asked on the passkeys page has no topic of its own, and the page the visitor
+# reads is part of the conversation's context. docs/benchmarks.md ("Asked from where the
+# visitor stands", npm's chains): 0.1 keeps the chains asked on their page as 0.15 did
+# before this prior was split (0.80 on npm; 0.02 kept 0.60) and costs none asked from an
+# unrelated long page or the home page (0.15 lost 0.2 there).
+FOLLOW_UP_PAGE_WEIGHT = 0.1
 K1 = 1.2
 B = 0.75
 # Measured (docs/benchmarks.md): a boosted heading field did not help beside the cosine
@@ -207,7 +215,8 @@ def scores(kb: Knowledge, query_vector: np.ndarray, query: Query | str) -> np.nd
         total = cosine + np.float32(LEXICAL_WEIGHT) * lexical_scores(kb, query)
     current = list(kb.page_chunks(query.page))
     if current:
-        total[current] += np.float32(CURRENT_PAGE_WEIGHT)
+        prior = FOLLOW_UP_PAGE_WEIGHT if query.earlier else CURRENT_PAGE_WEIGHT
+        total[current] += np.float32(prior)
     return total
 
 
