@@ -78,6 +78,9 @@ typecheck: $(STAMP)
 CDK := node_modules/.bin/cdk
 CDK_ENV := PATH="$(CURDIR)/$(BIN):$$PATH" JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1
 CDK_ARGS ?=
+# The CLI's stderr, readable: jsii's Node.js banner as text, not as Python bytes literals,
+# and without the lines that say nothing to act on (chatguard/cdk_output.py says which).
+CDK_RUN := $(BIN)/python -m chatguard.cdk_output $(CDK)
 $(CDK): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
@@ -90,16 +93,16 @@ $(CDK): package.json package-lock.json
 # sample index only when there is none, and never replaces one (not even after a cdk.json
 # edit, which is what `make index` would rebuild on), so the operator's own index survives.
 synth: $(STAMP) $(CDK)
-	$(CDK_ENV) $(CDK) synth --quiet --no-notices $(CDK_ARGS)
+	$(CDK_ENV) $(CDK_RUN) synth --quiet --no-notices $(CDK_ARGS)
 
 synth-offline: $(STAMP) $(CDK)
 	@test -f $(KNOWLEDGE) || $(BIN)/chatguard index examples/site --out build/knowledge
-	$(CDK_ENV) $(CDK) synth --quiet --no-notices --output cdk.out.offline \
+	$(CDK_ENV) $(CDK_RUN) synth --quiet --no-notices --output cdk.out.offline \
 	  --context chatguard/stand_in_index=true $(CDK_ARGS)
 
 # Deploys exactly what `make synth` wrote to cdk.out (both stacks; edge first).
 deploy: synth
-	$(CDK_ENV) $(CDK) deploy --all --app cdk.out --no-notices $(CDK_ARGS)
+	$(CDK_ENV) $(CDK_RUN) deploy --all --app cdk.out --no-notices $(CDK_ARGS)
 
 bench: bench-retrieval bench-pipeline bench-reserve bench-server bench-cold bench-flood bench-cli bench-index bench-chrome
 

@@ -15,10 +15,10 @@ the page does not have. It is dropped here by what it is, in this order:
 2. **What the common generators emit** where they use plain ``div``s with class names:
    Sphinx (its basic theme, Read the Docs, Alabaster), MkDocs (its Bootstrap themes and
    Material), Docusaurus, Hugo (Docsy, Book), Jekyll (minima, Just the Docs), Doxygen.
-   The Sphinx, MkDocs, Material, Jekyll minima and Doxygen names were read from real
-   output (tests/data/real_pages/<generator>/ keeps pages of each, with their source); the
-   Docusaurus, Hugo and Just the Docs names come from those themes' templates and are not
-   yet checked on a built site here.
+   The Sphinx, MkDocs, Material, Hugo Book, Jekyll minima and Doxygen names were read
+   from real output (tests/data/real_pages/<generator>/ keeps pages of each, with their
+   source); the Docusaurus, Docsy and Just the Docs names come from those themes'
+   templates and are not yet checked on a built site here.
 
 Each heading keeps the anchor the page gives it, so a link to the section lands on it:
 the heading's own ``id``; else the target of its permalink (``<a class="headerlink"

@@ -3,7 +3,8 @@
 A documentation generator writes, beside the pages of the site, pages that list or find
 the others: Sphinx's general index (``genindex.html``) and module index
 (``py-modindex.html``), the search page every generator has, the 404 page, Doxygen's
-member and file indexes, and redirect stubs left where a page moved. Indexed, they answer
+member and file indexes, Hugo's tag and category pages, and redirect stubs left where a
+page moved. Indexed, they answer
 questions with lists of names ("Index > _ : next() ... _fail_with_undefined_error() ...")
 and outrank the page that explains the thing. The build leaves them out by default and
 says which (indexer/cli.py); ``--keep-utility-pages`` or cdk.json "chatguard/index"
@@ -43,9 +44,12 @@ _DOXYGEN = (
     ("modules.html", "module index"),
     ("pages.html", "page index"),
 )
+# Hugo's default taxonomies: their pages list the posts that carry a tag or category.
+_HUGO_TAXONOMIES = frozenset({"tags", "categories"})
 _HEAD = 4096  # a page's <meta> tags are in its first few kilobytes
 _DOXYGEN_META = re.compile(r"<meta\s+name=[\"']generator[\"']\s+content=[\"']Doxygen", re.I)
 _REFRESH = re.compile(r"<meta\s+http-equiv=[\"']refresh[\"']", re.I)
+_HUGO_META = re.compile(r"<meta\s+name=[\"']generator[\"']\s+content=[\"']Hugo", re.I)
 
 
 def utility_kind(relative: str, content: str) -> str | None:
@@ -59,8 +63,11 @@ def utility_kind(relative: str, content: str) -> str | None:
     head = content[:_HEAD]
     if _REFRESH.search(head):
         return "redirect"
+    parts = PurePosixPath(relative.lower()).parts
+    if _HUGO_META.search(head) and parts[0] in _HUGO_TAXONOMIES:
+        return "taxonomy index"
     if _DOXYGEN_META.search(head):
-        if "search" in PurePosixPath(relative.lower()).parts[:-1]:
+        if "search" in parts[:-1]:
             return "search page"  # the search box's result frames
         for pattern, kind in _DOXYGEN:
             if fnmatchcase(name, pattern):

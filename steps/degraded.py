@@ -82,7 +82,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     # heading line (the next section's title kept as text) ends nothing; code blocks come
     # fenced, so the widget shows them as code (text/blocks.py).
     text = blocks.with_fences(prose.without_trailing_headings(chunk.text))
-    sources = [{"page": chunk.page, "heading": chunk.heading}]
+    anchor = knowledge.link_anchor(chunk.id)  # the section's id on its page ("": none)
+    sources = [{"page": chunk.page, "heading": chunk.heading, "anchor": anchor}]
     also = [{"page": p, "title": retrieval.page_title(kb, p)} for p in found.also]
     body = {"reply": f"{FRAMING}{note}\n\n{text}", "degraded": True, "sources": sources}
     return {"statusCode": 200, "body": {**body, "also": also, **paced}}

@@ -94,7 +94,7 @@ def test_the_old_rule_would_have_replaced_the_index(project: Path) -> None:
     makefile = project / "Makefile"
     text = makefile.read_text(encoding="utf-8")
     start = text.index("synth-offline: ")
-    rest = text[text.index("\t$(CDK_ENV) $(CDK) synth", start) :]
+    rest = text[text.index("\t$(CDK_ENV) $(CDK_RUN) synth", start) :]
     makefile.write_text(text[:start] + NAIVE_RULE + rest, encoding="utf-8")
     _operators_index(project)
     done, _ = _make(project, "--dry-run", "synth-offline")

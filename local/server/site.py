@@ -2,12 +2,14 @@
 
 `handle_get(path)` answers the local server's GET requests that are not the chat API:
 
-- the pages of the site directory (``examples/site`` unless ``CHATGUARD_SITE_DIR`` names
-  another), read by the indexer's own reader with its exclusions (a page the index leaves
-  out is not served either), rendered to simple HTML with a nav between pages, at the links
-  the indexer gives them (``posts/waf.md`` -> ``/posts/waf.html``, or ``/posts/waf`` with
-  pretty permalinks; the home page at ``/`` too), so the widget's ``page`` grounding can
-  be tried by moving between pages;
+- a built site (HTML pages, no Markdown: a generator's output) is served as itself, its
+  own CSS, scripts and images with the widget added to each page (site_files.py);
+- otherwise the pages of the site directory (``examples/site`` unless
+  ``CHATGUARD_SITE_DIR`` names another), read by the indexer's own reader with its
+  exclusions (a page the index leaves out is not served either), rendered to simple HTML
+  with a nav between pages, at the links the indexer gives them (``posts/waf.md`` ->
+  ``/posts/waf.html``, or ``/posts/waf`` with pretty permalinks; the home page at ``/``
+  too), so the widget's ``page`` grounding can be tried by moving between pages;
 - ``/widget/chatguard.js`` and ``/widget/chatguard.css``, the embeddable widget itself.
 
 Page content is the site owner's text, but it is still treated as untrusted: Markdown is
@@ -34,6 +36,8 @@ from indexer.pages import PAGE_SUFFIXES, Block, page_path
 from indexer.policy import IndexPolicy
 from local.commands import preflight
 from steps.lib.grounding.knowledge import normalise_page
+
+from . import site_files
 
 ROOT = Path(__file__).resolve().parents[2]
 WIDGET_DIR = ROOT / "widget"
@@ -84,6 +88,10 @@ def handle_get(
         return 200, kind, (WIDGET_DIR / name).read_bytes()
     if path == "/_site/site.css":
         return 200, "text/css; charset=utf-8", SITE_CSS.encode()
+    files = site_files.file_table(directory or site_dir())
+    if site_files.is_built_site(files):  # a generator's output: its own files, as they are
+        links = permalinks or IndexPolicy.from_context().permalinks
+        return site_files.handle_file(path, files, links)
     pages = load_site(directory or site_dir(), permalinks)
     page = pages.get(path) or (_home(pages) if path == "/" else None)
     if page is None:

@@ -41,6 +41,8 @@ from .roles import Place, needs_of, roles_allow
 from .subscribers import topic_tells_a_person
 from .waf import NAME as WAF_NAME
 from .waf import waf_blocks_answer_json
+from .waf_cors import NAME as WAF_CORS_NAME
+from .waf_cors import blocks_name_origins
 
 
 def guarded(name: str, check: Callable[[], Check]) -> Check:
@@ -86,6 +88,7 @@ def run(
         (bedrock.GUARDRAIL, lambda: bedrock.guardrail_answers(runtime, invoke)),
         (bedrock.EMBEDDING, lambda: _embedding(runtime, retrieve, knowledge_dir)),
         (WAF_NAME, lambda: _waf(aws, chat)),
+        (WAF_CORS_NAME, lambda: _waf_cors(aws, chat)),
         (BUDGET_NAME, lambda: _budget(aws, chat)),
         (_alarm_name(chat.stack), lambda: _chat_alarm(aws, chat, sleep)),
         (_alarm_name(edge_stack), lambda: _edge_alarm(aws, edge_stack, sleep)),
@@ -154,6 +157,15 @@ def _waf(aws: Aws, chat: deployed.Deployed) -> Check:
     cloudfront = aws.client("cloudfront", region=deployed.EDGE_REGION)
     arn = deployed.web_acl_arn(cloudfront, distribution)
     return waf_blocks_answer_json(aws.client("wafv2", region=deployed.EDGE_REGION), arn)
+
+
+def _waf_cors(aws: Aws, chat: deployed.Deployed) -> Check:
+    distribution = find_output(chat.outputs, "DistributionId")
+    if not distribution:
+        raise OpsError(f"stack {chat.stack!r} has no output DistributionId")
+    cloudfront = aws.client("cloudfront", region=deployed.EDGE_REGION)
+    wafv2 = aws.client("wafv2", region=deployed.EDGE_REGION)
+    return blocks_name_origins(cloudfront, wafv2, distribution)
 
 
 def _budget(aws: Aws, chat: deployed.Deployed) -> Check:

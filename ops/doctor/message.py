@@ -98,15 +98,8 @@ def _collect(doc: Mapping[str, Any], found: dict[str, str]) -> None:
         _collect(child, found)
 
 
-def one_real_message(
-    send: Callable[[], Reply],
-    *,
-    dynamodb: Any,
-    table: str,
-    xray: Any,
-    sleep: Callable[[float], None] = time.sleep,
-) -> Check:
-    reply = send()
+def answer_verdict(reply: Reply) -> Check | None:
+    """A FAIL or CANNOT TEST when the answer itself settles the check; None to read on."""
     body = reply.body or {}
     if reply.status != 200:
         return failed(
@@ -118,20 +111,24 @@ def one_real_message(
         why = (
             "limited (this address used its messages today)"
             if body.get("limited")
-            else ("degraded (mode not normal, or a ceiling reached)")
+            else "degraded (mode not normal, or a ceiling reached)"
         )
         return cannot_test(
             NAME,
             f"the chat answered {why}: no model call",
             "run doctor again tomorrow, or chatguard mode normal",
         )
-    request_id = reply.headers.get("x-amzn-requestid")
-    if not request_id:
+    if not reply.headers.get("x-amzn-requestid"):
         return cannot_test(
             NAME,
             "the answer carried no x-amzn-RequestId",
             "check that CloudFront forwards API Gateway's response headers",
         )
+    return None
+
+
+def ledger_verdict(dynamodb: Any, table: str, request_id: str) -> Check | None:
+    """Mark the message's reservation; a verdict when it is missing or not settled."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
@@ -155,6 +152,25 @@ def one_real_message(
             f"request {request_id}: its reservation is {status or 'unknown'}, not settled",
             "read the Reconcile step's log for this request id",
         )
+    return None
+
+
+def one_real_message(
+    send: Callable[[], Reply],
+    *,
+    dynamodb: Any,
+    table: str,
+    xray: Any,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Check:
+    reply = send()
+    verdict = answer_verdict(reply)
+    if verdict is not None:
+        return verdict
+    request_id = reply.headers["x-amzn-requestid"]
+    verdict = ledger_verdict(dynamodb, table, request_id)
+    if verdict is not None:
+        return verdict
     root = trace_root(reply.headers)
     decisions = step_decisions(xray, root, sleep) if root else {}
     missing = [step for step in ANSWER_PATH if step not in decisions]

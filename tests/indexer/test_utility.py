@@ -30,6 +30,7 @@ DOXYGEN_HEAD = '<html><head><meta name="generator" content="Doxygen 1.8.16"/></h
         ("globals_n.html", DOXYGEN_HEAD, "member index"),
         ("search/all_2.html", DOXYGEN_HEAD, "search page"),
         ("lmdb_8h_source.html", DOXYGEN_HEAD, "source listing"),
+        ("tags/go/index.html", '<meta name="generator" content="Hugo 0.111.3">', "taxonomy index"),
     ],
 )
 def test_utility_pages_are_recognised(relative: str, content: str, kind: str) -> None:
@@ -42,6 +43,7 @@ def test_utility_pages_are_recognised(relative: str, content: str, kind: str) ->
         ("functions.html", "<h1>Functions</h1>"),  # Doxygen's name, not a Doxygen page
         ("search/index.html", "<h1>How we search</h1>"),
         ("research.html", DOXYGEN_HEAD),
+        ("tags/go/index.html", "<h1>Go</h1>"),  # not a page Hugo wrote
         ("genindex.md", ""),  # a Markdown source is the site owner's own page
         ("guides/404-errors.html", ""),
     ],

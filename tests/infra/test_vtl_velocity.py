@@ -85,14 +85,17 @@ def test_missing_headers_are_empty_strings_not_template_text(velocity) -> None:
 
 # -- response template: every execution outcome is valid JSON with the right status -----
 
-SOURCES = [{"page": "/posts/waf", "heading": "WAF > Rate"}, {"page": "/a'b", "heading": '"q"'}]
+SOURCES = [
+    {"page": "/posts/waf", "heading": "WAF > Rate", "anchor": "rate"},
+    {"page": "/a'b", "heading": '"q"', "anchor": 'x"y'},  # an anchor is escaped as any text
+]
 
 
 def _response_cases() -> list[tuple[str, int, dict[str, Any]]]:
     cases: list[tuple[str, int, dict[str, Any]]] = []
     for text in HOSTILE:
-        answer = {"reply": text, "sources": [*SOURCES, {"page": "/x", "heading": text}],
-                  "sig": "s1"}  # fmt: skip
+        own = {"page": "/x", "heading": text, "anchor": text}
+        answer = {"reply": text, "sources": [*SOURCES, own], "sig": "s1"}
         cases.append((succeeded({"statusCode": 200, "body": answer}), 200, answer))
         limited = {"reply": text, "limited": True}
         cases.append((succeeded({"statusCode": 200, "body": limited}), 200, limited))
@@ -116,8 +119,10 @@ def _response_cases() -> list[tuple[str, int, dict[str, Any]]]:
     return cases
 
 
-NULLS = {"reply": None, "sig": None, "error": None, "sources": [{"page": "/a", "heading": None}]}
-NULLS_RENDERED = {"reply": "", "sig": "", "error": "", "sources": [{"page": "/a", "heading": ""}]}
+NULLS = {"reply": None, "sig": None, "error": None,
+         "sources": [{"page": "/a", "heading": None, "anchor": None}]}  # fmt: skip
+NULLS_RENDERED = {"reply": "", "sig": "", "error": "",
+                  "sources": [{"page": "/a", "heading": "", "anchor": ""}]}  # fmt: skip
 
 
 def test_every_outcome_renders_valid_json_with_its_status(velocity) -> None:

@@ -131,6 +131,10 @@ def _account(stubs: dict[tuple[str, str], Stubber], chat_alarm: str) -> None:
         "get_distribution_config", {"DistributionConfig": config}, {"Id": "E2EXAMPLE"}
     )
     stubs["wafv2", us].add_response("get_web_acl", acct.web_acl(acct.OUR_RULES))
+    # Same-origin (no /chat CORS policy): the blocks-name-origins check is not applicable.
+    stubs["cloudfront", us].add_response(
+        "get_distribution_config", {"DistributionConfig": config}, {"Id": "E2EXAMPLE"}
+    )
     stubs["sts", acct.REGION].add_response("get_caller_identity", {"Account": acct.ACCOUNT})
     billed = ["Amazon Bedrock", acct.MARKETPLACE]
     stubs["budgets", us].add_response("describe_budget", acct.budget(billed))

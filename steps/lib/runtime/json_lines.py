@@ -28,13 +28,27 @@ class Stream(Protocol):
 
 
 class JsonLogger:
-    """One JSON object per line at or above ``level`` (a name in LEVELS; unknown: INFO)."""
+    """One JSON object per line at or above ``level`` (a name in LEVELS; unknown: INFO).
+
+    ``level`` may be a function, asked at every line: the offline runtime keeps one logger
+    per step for the process while a terminal command (chat, serve) hides the steps' lines
+    for its own duration only (local/commands/render.py, quiet_logs)."""
 
     def __init__(
-        self, *, service: str, level: str, stream: Stream, clock: Callable[[], float] = time.time
+        self,
+        *,
+        service: str,
+        level: str | Callable[[], str],
+        stream: Stream,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.service, self.stream, self._clock = service, stream, clock
-        self.threshold = LEVELS.get(level.upper(), LEVELS["INFO"])
+        self._level = level
+
+    @property
+    def threshold(self) -> int:
+        level = self._level() if callable(self._level) else self._level
+        return LEVELS.get(level.upper(), LEVELS["INFO"])
 
     def info(self, message: str, *, extra: Mapping[str, Any]) -> None:
         self._write("INFO", message, extra)

@@ -57,9 +57,15 @@ class Backend:
 
     def __init__(self, *, on_lambda: bool) -> None:
         # The level variable keeps Powertools' name, which the local commands already set.
-        level = os.environ.get("POWERTOOLS_LOG_LEVEL") or "INFO"
+        # On Lambda it is read once; offline at every line, since a terminal command quiets
+        # the steps only while it runs and the containers outlive it.
+        def level() -> str:
+            return os.environ.get("POWERTOOLS_LOG_LEVEL") or "INFO"
+
         stream = _CurrentStream("stdout" if on_lambda else "stderr")
-        self.logger = JsonLogger(service=SERVICE, level=level, stream=stream)
+        self.logger = JsonLogger(
+            service=SERVICE, level=level() if on_lambda else level, stream=stream
+        )
         self.metrics = self._metrics() if on_lambda else None
         self.xray = self._xray() if on_lambda and _xray_wanted() else None
 

@@ -25,7 +25,7 @@ def test_every_field_of_every_reply_schema_is_a_reply_field() -> None:
     names = [f.name for f in reply_fields()]
     assert set(names) == _response_properties()
     assert {"reply", "sources", "sig", "limited", "degraded", "off", "error"} <= set(names)
-    assert ReplyField("sources", "objects", ("page", "heading")) in reply_fields()
+    assert ReplyField("sources", "objects", ("page", "heading", "anchor")) in reply_fields()
     assert ReplyField("off", "true") in reply_fields()
     assert ReplyField("also", "objects", ("page", "title")) in reply_fields()
 

@@ -45,3 +45,16 @@ def test_an_invocations_metrics_are_one_emf_line_and_then_forgotten():
         }],
     }  # fmt: skip
     assert (line["service"], line["ModelCalls"], line["CostMicros"]) == ("chatguard", 1, 2500)
+
+
+def test_a_level_function_is_asked_at_every_line() -> None:
+    """The offline runtime's loggers outlive a terminal command that quiets them for its own
+    duration: the level is read per line, so quieting after the logger was built works."""
+    out = io.StringIO()
+    level = ["INFO"]
+    logger = JsonLogger(service="chatguard", level=lambda: level[0], stream=out)
+    logger.info("shown", extra={})
+    level[0] = "CRITICAL"
+    logger.info("hidden", extra={})
+    logger.error("hidden too", extra={})
+    assert [json.loads(line)["message"] for line in out.getvalue().splitlines()] == ["shown"]
