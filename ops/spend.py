@@ -18,6 +18,7 @@ from steps.lib.money import ledger, pacing
 from steps.lib.request.identity import day_of
 from steps.lib.runtime.settings import MAX_SHARDS, Settings
 
+from .doctor.message import PROBE_ATTRIBUTE, PROBE_VALUE
 from .render import table, usd
 
 TOP_VISITORS = 10
@@ -41,6 +42,10 @@ class SpendReport(TypedDict):
     settled_reservations: int
     settled_reserved_micros: int
     settled_actual_micros: int
+    # Reservations `chatguard doctor` marked as its own real message (ops/doctor/message.py);
+    # counted in the totals above too, since they were billed like any other.
+    doctor_reservations: int
+    doctor_micros: int
     visitors: int
     top_visitors: list[dict[str, Any]]
 
@@ -86,7 +91,8 @@ def collect(
     recorded = _n(shards_item, "shards") or s.ceiling_shards
     released = _released(s, day, recorded, now)
     visitors: list[dict[str, Any]] = []
-    res = {"open": 0, "open_micros": 0, "settled": 0, "settled_reserved": 0, "settled_actual": 0}
+    res = {"open": 0, "open_micros": 0, "settled": 0, "settled_reserved": 0, "settled_actual": 0,
+           "doctor": 0, "doctor_micros": 0}  # fmt: skip
     for item in _scan(client, table_name, day, now):
         pk = item["pk"]["S"]
         if pk.startswith("VISITOR#"):
@@ -118,6 +124,8 @@ def collect(
         settled_reservations=res["settled"],
         settled_reserved_micros=res["settled_reserved"],
         settled_actual_micros=res["settled_actual"],
+        doctor_reservations=res["doctor"],
+        doctor_micros=res["doctor_micros"],
         visitors=len(visitors),
         top_visitors=visitors[:TOP_VISITORS],
     )
@@ -148,6 +156,12 @@ def render(report: SpendReport) -> str:
         f"({usd(report['open_micros'])} held), {report['settled_reservations']} settled "
         f"({usd(report['settled_reserved_micros'])} reserved -> "
         f"{usd(report['settled_actual_micros'])} actual)"
+        + (
+            f"; {report['doctor_reservations']} of them chatguard doctor's own message "
+            f"({usd(report['doctor_micros'])})"
+            if report["doctor_reservations"]
+            else ""
+        )
     )
     lines.append(f"largest reserve one message can make: {usd(report['reserve_micros'])}")
     if report["ceiling_shards"] > 1:
@@ -185,7 +199,11 @@ def _released(s: Settings, day: str, shards: int, now: float) -> int | None:
 
 
 def _count_reservation(res: dict[str, int], item: dict[str, Any]) -> None:
-    if _s(item, "status") == "settled":
+    settled = _s(item, "status") == "settled"
+    if _s(item, PROBE_ATTRIBUTE) == PROBE_VALUE:
+        res["doctor"] += 1
+        res["doctor_micros"] += _n(item, "actualMicros" if settled else "reservedMicros")
+    if settled:
         res["settled"] += 1
         res["settled_reserved"] += _n(item, "reservedMicros")
         res["settled_actual"] += _n(item, "actualMicros")

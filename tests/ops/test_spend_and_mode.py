@@ -167,3 +167,26 @@ def test_spend_shows_what_pacing_has_released_by_now(dynamodb, settings):
     assert unpaced["paced_released_micros"] is None and "paced" not in spend.render(unpaced)
     over = spend.collect(dynamodb, TABLE, paced, day="2027-01-14", now=NOW)  # a past day
     assert over["paced_released_micros"] is None
+
+
+def test_spend_tells_doctors_own_message_apart_and_still_counts_it(dynamodb, settings):
+    """doctor marks its real message's reservation with the operator's credentials
+    (ops/doctor/message.py); spend counts it in the totals, since it was billed, and says
+    how much of the day was doctor's. An unmarked day says nothing of doctor."""
+    from ops.doctor.message import mark_reservation
+
+    visitor = _reserve(dynamodb, settings, "req-visitor", "aaaa1111", 10_000)
+    ledger.reconcile(dynamodb, TABLE, visitor, actual_micros=2_000, now=NOW)
+    plain = spend.collect(dynamodb, TABLE, settings, day=DAY, now=NOW)
+    assert plain["doctor_reservations"] == 0 and "doctor" not in spend.render(plain)
+
+    probe = _reserve(dynamodb, settings, "req-doctor", "bbbb2222", 10_000)
+    ledger.reconcile(dynamodb, TABLE, probe, actual_micros=3_000, now=NOW)
+    assert mark_reservation(dynamodb, TABLE, "req-doctor") is not None
+    assert mark_reservation(dynamodb, TABLE, "req-never-sent") is None  # creates nothing
+
+    report = spend.collect(dynamodb, TABLE, settings, day=DAY, now=NOW)
+    assert report["settled_reservations"] == 2 and report["settled_actual_micros"] == 5_000
+    assert (report["doctor_reservations"], report["doctor_micros"]) == (1, 3_000)
+    assert "1 of them chatguard doctor's own message ($0.003)" in spend.render(report)
+    assert report["day_micros"] == 5_000  # billed like any other message
