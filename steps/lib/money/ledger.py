@@ -304,7 +304,10 @@ def _reserve_on_shards(
     if a.micros > min(ceilings.day_shard, ceilings.month_shard, ceilings.visitor):
         return Refusal("ceiling")  # a new item would pass attribute_not_exists: refuse here
     if a.micros > allowance:  # the same, against what pacing has released so far
-        return _paced(curve, ceilings, a, [0])
+        # Paced only if some shard could take it once released, at its full ceilings; a
+        # day whose every shard is too full for it is refused by its ceiling, with no
+        # release time to promise.
+        return _paced(curve, ceilings, a, _paced_only_costs(a, ceilings))
     paced_costs: list[int] = []  # the day total of each shard refused by pacing alone
     for shard in shard_order(a.request_id, ceilings.shards):
         key = (a.day, shard, ceilings.day_shard, ceilings.month_shard)
@@ -433,6 +436,43 @@ def _paced_cost(
     item = cancelled.old_item(names, "day") or {}
     cost = int(item.get("costMicros", {}).get("N", "0"))
     return cost if cost + micros <= ceilings.day_shard else None
+
+
+def _paced_only_costs(a: _Attempt, ceilings: Ceilings) -> list[int]:
+    """The day total of every shard whose day and month still have room for ``a.micros``
+    under their full ceilings (an absent item counts 0), read without a write: one
+    transaction of ConditionChecks that fail on every item that exists and return it (the
+    role's ConditionCheckItem on the totals, month_opening.py). A failed read gives no
+    shard: the refusal then names the ceiling and promises no release time."""
+    shards = range(ceilings.shards)
+    keys = [day_key(a.day, k) for k in shards] + [month_key(month_of(a.day), k) for k in shards]
+    checks = [
+        {
+            "ConditionCheck": {
+                "TableName": a.table,
+                "Key": key,
+                "ConditionExpression": "attribute_not_exists(pk)",
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+        for key in keys
+    ]
+    try:
+        response, cancelled = _call(
+            "TransactWriteItems (totals)", a.client.transact_write_items, TransactItems=checks
+        )
+    except DependencyUnavailable:
+        return []
+    items = [None] * len(keys) if cancelled is None else cancelled.items
+    if response is None and (cancelled is None or len(items) != len(keys)):
+        return []
+    costs = [int((item or {}).get("costMicros", {}).get("N", "0")) for item in items]
+    day, month = costs[: len(shards)], costs[len(shards) :]
+    return [
+        day[k]
+        for k in shards
+        if day[k] + a.micros <= ceilings.day_shard and month[k] + a.micros <= ceilings.month_shard
+    ]
 
 
 def _paced(

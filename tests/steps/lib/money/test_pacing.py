@@ -163,3 +163,50 @@ def test_the_paced_ledger_admits_only_what_the_unpaced_would_and_never_past_the_
             assert sum(totals) == owed + sum(r.reserved_micros for r in open_)  # none lost
     finally:
         aws.dynamodb.delete_table(TableName=table)
+
+
+def _fill_three_shards(aws, table):
+    create_ledger_table(aws.dynamodb, table)
+    for i in range(40):  # every shard reaches 16,666: what the curve releases at 00:00
+        _reserve(aws, f"fill{i}", 16_666, now=START, table=table, shards=3, visitor=f"v{i}")
+    assert _shard_totals(aws, table, 3) == [16_666] * 3
+
+
+def test_a_reserve_over_the_released_share_of_a_full_day_is_a_ceiling_not_a_promise(
+    aws, monkeypatch
+):
+    """17,000 is more than pacing has released (16,666 a shard at 00:00), and no shard
+    could ever take it today (16,666 + 17,000 > 33,333): the refusal is the ceiling's,
+    with no release time. The naive rule (the pacing refusal priced as on an empty shard)
+    promised a time at which the same request would still be refused."""
+    _fill_three_shards(aws, "full")
+    assert _reserve(aws, "big", 17_000, now=START, table="full", shards=3) == ledger.Refusal(
+        "ceiling"
+    )
+    # A smaller request that one shard can take once released is paced, with its time.
+    paced = _reserve(aws, "fits", 16_667, now=START, table="full", shards=3)
+    assert paced.reason == "paced" and paced.released_at is not None
+    assert isinstance(_reserve(aws, "fits", 16_667, now=paced.released_at, table="full",
+                               shards=3), ledger.Reservation)  # fmt: skip
+
+    monkeypatch.setattr(ledger, "_paced_only_costs", lambda a, ceilings: [0])  # naive rule
+    naive = _reserve(aws, "big", 17_000, now=START, table="full", shards=3)
+    assert naive.reason == "paced"  # a promise the day cannot keep
+    assert _reserve(aws, "big", 17_000, now=naive.released_at, table="full",
+                    shards=3) == ledger.Refusal("ceiling")  # fmt: skip
+
+
+def test_a_failed_read_of_the_totals_refuses_without_a_promise(aws, monkeypatch):
+    from botocore.exceptions import ClientError
+
+    create_ledger_table(aws.dynamodb, "empty")
+    real = aws.dynamodb.transact_write_items
+
+    def throttled(**request):
+        if all("ConditionCheck" in item for item in request["TransactItems"]):
+            raise ClientError({"Error": {"Code": "ThrottlingException"}}, "TransactWriteItems")
+        return real(**request)
+
+    monkeypatch.setattr(aws.dynamodb, "transact_write_items", throttled)
+    assert _reserve(aws, "big", 60_000, now=START, table="empty") == ledger.Refusal("ceiling")
+    assert _shard_totals(aws, "empty", 1) == [0]  # nothing written
