@@ -59,8 +59,7 @@ def quiet_logs(*, show_libraries: bool, show_steps: bool) -> Iterator[None]:
     for logger, _level in saved:
         logger.setLevel(logging.CRITICAL)
     if not show_steps:
-        os.environ["POWERTOOLS_LOG_LEVEL"] = "CRITICAL"
-        _reread_log_level()
+        os.environ["POWERTOOLS_LOG_LEVEL"] = "CRITICAL"  # read at every line offline
     try:
         yield
     finally:
@@ -70,16 +69,6 @@ def quiet_logs(*, show_libraries: bool, show_steps: bool) -> Iterator[None]:
             os.environ.pop("POWERTOOLS_LOG_LEVEL", None)
         else:
             os.environ["POWERTOOLS_LOG_LEVEL"] = saved_env
-        if not show_steps:
-            _reread_log_level()
-
-
-def _reread_log_level() -> None:
-    """The steps' log backend reads its level once, when built: rebuild it so a level set
-    here applies (in one process, an earlier runtime may have built it at INFO)."""
-    from steps.lib.runtime import observability
-
-    observability.reset()
 
 
 @contextmanager
