@@ -15,9 +15,9 @@ the page does not have. It is dropped here by what it is, in this order:
 2. **What the common generators emit** where they use plain ``div``s with class names:
    Sphinx (its basic theme, Read the Docs, Alabaster), MkDocs (its Bootstrap themes and
    Material), Docusaurus, Hugo (Docsy, Book), Jekyll (minima, Just the Docs), Doxygen.
-   The Sphinx, MkDocs, Material, Hugo Book, Jekyll minima and Doxygen names were read
-   from real output (tests/data/real_pages/<generator>/ keeps pages of each, with their
-   source); the Docusaurus, Docsy and Just the Docs names come from those themes'
+   The Sphinx, MkDocs, Material, Docusaurus, Hugo Book, Jekyll minima and Doxygen names
+   were read from real output (tests/data/real_pages/<generator>/ keeps pages of each,
+   with their source); the Docsy and Just the Docs names come from those themes'
    templates and are not yet checked on a built site here.
 
 Each heading keeps the anchor the page gives it, so a link to the section lands on it:
@@ -84,10 +84,14 @@ CHROME_CLASSES = frozenset(
         # Material for MkDocs
         "md-header", "md-tabs", "md-sidebar", "md-footer", "md-search", "md-source",
         "md-content__button", "md-skip", "md-top", "md-dialog", "md-banner",
-        # Docusaurus
+        # Docusaurus (its classic theme's stable ThemeClassNames; pagination-nav and
+        # hash-link are Infima's and the theme's own)
+        "theme-layout-navbar", "theme-layout-footer", "theme-announcement-bar",
         "theme-doc-sidebar-container", "pagination-nav", "theme-doc-toc-desktop",
         "theme-doc-toc-mobile", "theme-doc-breadcrumbs", "theme-doc-footer",
-        "theme-edit-this-page", "theme-last-updated", "hash-link",
+        "theme-doc-version-banner", "theme-doc-version-badge", "theme-blog-footer-tags-row",
+        "theme-blog-footer-edit-meta-row", "theme-pages-footer-edit-meta-row",
+        "theme-edit-this-page", "theme-last-updated", "theme-back-to-top-button", "hash-link",
         # Hugo: Docsy and Book themes
         "td-navbar", "td-sidebar", "td-sidebar-toc", "td-footer", "td-page-meta",
         "td-heading-self-link", "book-menu", "book-toc", "book-header", "book-footer",
@@ -256,10 +260,13 @@ class _Reader(HTMLParser):
         if self._in_title:
             self.title += data
             return
+        if data.strip():
+            # Text between an id and a heading, even chrome's (Docusaurus's sidebar and
+            # breadcrumbs between its content wrapper's id and the page's <h1>), means
+            # the id is not the heading's.
+            self._pending_id = ""
         if self._skip_at or "head" in self._stack:
             return
-        if data.strip():
-            self._pending_id = ""
         self._text.append(data)
 
     # --- what each element does to the text --------------------------------------------
