@@ -144,6 +144,7 @@ class HtmlBlock:
     level: int  # 1-6 for a heading, 0 for body text
     text: str  # Markdown: prose escaped (markdown_literal), list items "- ", code fenced
     anchor: str = ""  # a heading's id on the page ("" when it has none)
+    links_away: bool = False  # a heading whose text is all a link to another page
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +161,22 @@ def read_html(content: str) -> HtmlPage:
     reader.end_paragraph()
     blocks = reader.main_blocks if reader.saw_main else reader.all_blocks
     return HtmlPage(" ".join(reader.title.split()), tuple(blocks), frozenset(reader.ids))
+
+
+def own_blocks(blocks: tuple[HtmlBlock, ...]) -> tuple[HtmlBlock, ...]:
+    """The blocks without the summaries of other pages: a section whose heading is only a
+    link to another page (a list page's "<h2><a href=post>Title</a></h2>" and the post's
+    summary below it, down to the next heading of its level or higher)."""
+    kept: list[HtmlBlock] = []
+    summary_level = 0  # the level of the summary being dropped (0: none)
+    for block in blocks:
+        if block.level and summary_level and block.level <= summary_level:
+            summary_level = 0
+        if block.links_away and not summary_level:
+            summary_level = block.level
+        if not summary_level:
+            kept.append(block)
+    return tuple(kept)
 
 
 def is_chrome(tag: str, attrs: dict[str, str], inside_content: bool) -> bool:
@@ -204,6 +221,8 @@ class _Reader(HTMLParser):
         self._in_title = False
         self._heading = 0
         self._heading_anchor = ""
+        self._heading_link_at = 0  # stack depth of an open <a href> to another page in it
+        self._heading_text = [False, False]  # text seen [outside, inside] such a link
         self._pending_id = ""  # the id of the last element opened with no text since
         self._text: list[str] = []
         self._paragraphs: list[str] = []
@@ -260,6 +279,8 @@ class _Reader(HTMLParser):
         if self._in_title:
             self.title += data
             return
+        if data.strip() and self._heading and not self._skip_at:
+            self._heading_text[bool(self._heading_link_at)] = True
         if data.strip():
             # Text between an id and a heading, even chrome's (Docusaurus's sidebar and
             # breadcrumbs between its content wrapper's id and the page's <h1>), means
@@ -276,8 +297,12 @@ class _Reader(HTMLParser):
             self.end_paragraph()
             self._heading = int(tag[1])
             self._heading_anchor = values.get("id", "") or self._pending_id
-        elif tag == "a" and self._heading and not self._heading_anchor:
-            self._heading_anchor = values.get("id", "") or values.get("name", "")
+            self._heading_text = [False, False]
+        elif tag == "a" and self._heading:
+            if not self._heading_anchor:
+                self._heading_anchor = values.get("id", "") or values.get("name", "")
+            if values.get("href", "#")[:1] not in ("#", ""):
+                self._heading_link_at = len(self._stack)
         elif tag == "pre":
             self._close_text()
             self._pre += 1
@@ -297,9 +322,13 @@ class _Reader(HTMLParser):
         if self._heading and tag == f"h{self._heading}":
             heading = markdown_literal(clean_heading("".join(self._text)))
             self._text.clear()
+            outside, inside = self._heading_text
             if heading:
-                self._add(HtmlBlock(self._heading, heading, self._heading_anchor))
+                self._add(HtmlBlock(self._heading, heading, self._heading_anchor, inside > outside))
             self._heading, self._heading_anchor, self._pending_id = 0, "", ""
+            self._heading_link_at = 0
+        elif tag == "a" and depth == self._heading_link_at:
+            self._heading_link_at = 0
         elif tag == "pre":
             self._pre = max(self._pre - 1, 0)
             code = "".join(self._text).strip("\n")

@@ -16,8 +16,9 @@ nothing else (``genindex.html``), or by what the page says it is (its generator'
 class Docusaurus puts on ``<html>``, the markup Sphinx's viewcode extension writes).
 
 Lists of other pages are left out for the same reason: a Docusaurus blog's list of posts,
-its archive, tag and author pages, and a docs category's generated index hold the posts'
-and pages' own summaries, so a question finds the summary instead of the page.
+its archive, tag and author pages, a docs category's generated index, and a Hugo section's
+list of posts (when it has no text of its own) hold the posts' and pages' own summaries,
+so a question finds the summary instead of the page.
 
 Sphinx's viewcode extension (https://www.sphinx-doc.org/en/master/usage/extensions/viewcode.html)
 writes a highlighted copy of each documented module's source under ``_modules/`` and an
@@ -31,6 +32,7 @@ import re
 from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
 
+from .html_reader import own_blocks, read_html
 from .pages import HTML_SUFFIXES
 
 # File names that are a utility page on any site (Sphinx, MkDocs, Jekyll, Docusaurus...).
@@ -67,6 +69,9 @@ def _generator(name: str) -> re.Pattern[str]:
 _DOXYGEN_META = _generator("Doxygen")
 _HUGO_META = _generator("Hugo")
 _DOCUSAURUS_META = _generator("Docusaurus")
+# A list page's feed: Hugo gives its list kinds (home, section, taxonomy, term) an RSS output
+# by default and single pages none (https://gohugo.io/configuration/outputs/).
+_FEED = re.compile(rf"<link\s[^>]*type={_Q}application/(?:rss|atom)\+xml", re.I)
 _REFRESH = re.compile(rf"<meta\s+http-equiv={_Q}refresh{_Q}", re.I)
 _HTML_CLASS = re.compile(r"<html\b[^>]*?\sclass=(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", re.I)
 # Docusaurus's page-type classes on <html> (ThemeClassNames.page in @docusaurus/theme-common)
@@ -94,6 +99,8 @@ def utility_kind(relative: str, content: str) -> str | None:
     parts = PurePosixPath(relative.lower()).parts
     if _HUGO_META.search(head) and parts[0] in _HUGO_TAXONOMIES:
         return "taxonomy index"
+    if _HUGO_META.search(head) and _FEED.search(head) and _only_summaries(content):
+        return "list of posts"  # a section's list: each post's summary, nothing of its own
     if _DOXYGEN_META.search(head):
         return _doxygen_kind(name, parts)
     if _DOCUSAURUS_META.search(head):
@@ -101,6 +108,15 @@ def utility_kind(relative: str, content: str) -> str | None:
     if "_modules" in parts[:-1] and (_VIEWCODE.search(content) or _SPHINX_PAGE.search(head)):
         return "source listing"  # Sphinx viewcode's fixed folder, on a page Sphinx wrote
     return None
+
+
+def _only_summaries(content: str) -> bool:
+    """Whether a list page holds summaries of other pages and no text of its own (a title
+    alone is not text); a section page with its own text (Hugo Book's docs sections) is
+    content."""
+    blocks = read_html(content).blocks
+    own = own_blocks(blocks)
+    return len(own) < len(blocks) and not any(block.level == 0 for block in own)
 
 
 def _doxygen_kind(name: str, parts: tuple[str, ...]) -> str | None:

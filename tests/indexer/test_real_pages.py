@@ -51,7 +51,8 @@ UTILITY = {
     "material": {"404.html"},
     "doxygen": {"globals_n.html", "search/all_2.html"},
     "jekyll": {"404.html"},
-    "hugo": {"404.html", "tags/golang/index.html"},  # a tag's list of posts
+    # a tag's list of posts; the posts section's list of summaries
+    "hugo": {"404.html", "tags/golang/index.html", "posts/index.html"},
     "docusaurus": {"404.html", "blog/index.html", "blog/archive/index.html",
                    "blog/tags/hola/index.html", "docs/category/tutorial---extras/index.html"},
 }  # fmt: skip
@@ -198,3 +199,20 @@ def test_a_heading_after_chrome_does_not_take_the_id_opened_before_the_chrome() 
     assert chunks[0].heading == "Create a Document"
     assert all(link_anchor(c.id) != wrapper for c in chunks)
     assert link_anchor(chunks[-1].id) == "configure-the-sidebar"  # the page's own ids kept
+
+
+def test_a_hugo_list_of_post_summaries_is_left_out_a_section_with_its_own_text_is_not() -> None:
+    """posts/index.html repeats each post's opening as its summary: indexed, a question
+    finds the summary instead of the post. docs/example/index.html is also a list page
+    (it has a feed) but holds its own text, so it is content."""
+    site = REAL_PAGES / "hugo"
+    listing = (site / "posts/index.html").read_text(encoding="utf-8")
+    post = (site / "posts/goisforlovers/index.html").read_text(encoding="utf-8")
+    summary = "Hugo uses the excellent Go html/template library for its template engine."
+    assert summary in naive_text(listing) and summary in naive_text(post)  # the same text
+    pages, excluded = collect(site, IndexPolicy((), ()))
+    assert "posts/index.html" in excluded
+    assert "docs/example/index.html" in {p.source for p in pages}
+    kept, _ = collect(site, IndexPolicy((), (), keep_utility_pages=True))
+    listed = next(p for p in kept if p.source == "posts/index.html")
+    assert any(summary in b.text for b in listed.blocks)  # kept whole on request
