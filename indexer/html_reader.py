@@ -15,10 +15,10 @@ the page does not have. It is dropped here by what it is, in this order:
 2. **What the common generators emit** where they use plain ``div``s with class names:
    Sphinx (its basic theme, Read the Docs, Alabaster), MkDocs (its Bootstrap themes and
    Material), Docusaurus, Hugo (Docsy, Book), Jekyll (minima, Just the Docs), Doxygen.
-   The Sphinx, MkDocs, Material, Docusaurus, Hugo Book, Jekyll minima and Doxygen names
-   were read from real output (tests/data/real_pages/<generator>/ keeps pages of each,
-   with their source); the Docsy and Just the Docs names come from those themes'
-   templates and are not yet checked on a built site here.
+   The Sphinx, MkDocs, Material, Docusaurus, Hugo Docsy and Book, Jekyll minima and
+   Doxygen names were read from real output (tests/data/real_pages/<generator>/ keeps
+   pages of each, with their source); the Just the Docs names come from that theme's
+   templates and are not checked on a built site here (it is not packaged for Debian).
 
 Each heading keeps the anchor the page gives it, so a link to the section lands on it:
 the heading's own ``id``; else the target of its permalink (``<a class="headerlink"
@@ -92,9 +92,10 @@ CHROME_CLASSES = frozenset(
         "theme-doc-version-banner", "theme-doc-version-badge", "theme-blog-footer-tags-row",
         "theme-blog-footer-edit-meta-row", "theme-pages-footer-edit-meta-row",
         "theme-edit-this-page", "theme-last-updated", "theme-back-to-top-button", "hash-link",
-        # Hugo: Docsy and Book themes
+        # Hugo: Docsy (and the tags row of its blog posts) and Book themes
         "td-navbar", "td-sidebar", "td-sidebar-toc", "td-footer", "td-page-meta",
-        "td-heading-self-link", "book-menu", "book-toc", "book-header", "book-footer",
+        "td-heading-self-link", "taxonomy-terms-article", "book-menu", "book-toc",
+        "book-header", "book-footer",
         # Jekyll: minima and Just the Docs
         "site-header", "site-footer", "site-nav", "side-bar", "main-header",
         "anchor-heading", "rss-subscribe",
@@ -154,8 +155,10 @@ class HtmlPage:
     ids: frozenset[str]  # every fragment the page can be linked to (id and a[name])
 
 
-def read_html(content: str) -> HtmlPage:
-    reader = _Reader()
+def read_html(content: str, drop_classes: frozenset[str] = frozenset()) -> HtmlPage:
+    """The page as a reader sees it; `drop_classes` also drops the elements of those classes
+    (utility.py asks what a list page says without the list a theme generated)."""
+    reader = _Reader(drop_classes)
     reader.feed(content)
     reader.close()
     reader.end_paragraph()
@@ -207,8 +210,9 @@ def clean_heading(text: str) -> str:
 class _Reader(HTMLParser):
     """One pass: a stack of open elements says what is chrome and what is content."""
 
-    def __init__(self) -> None:
+    def __init__(self, drop_classes: frozenset[str] = frozenset()) -> None:
         super().__init__(convert_charrefs=True)
+        self._drop_classes = drop_classes
         self.title = ""
         self.ids: set[str] = set()
         self.all_blocks: list[HtmlBlock] = []
@@ -243,7 +247,9 @@ class _Reader(HTMLParser):
         depth = len(self._stack)
         if self._skip_at:
             return
-        if is_chrome(tag, values, self._content_depth > 0):
+        if is_chrome(tag, values, self._content_depth > 0) or not self._drop_classes.isdisjoint(
+            values.get("class", "").split()
+        ):
             self._skip_at = depth
             self._take_permalink(values)
             return

@@ -117,3 +117,17 @@ def test_the_real_viewcode_and_docusaurus_list_pages_are_recognised() -> None:
     blog = (REAL_PAGES / "docusaurus/blog/index.html").read_text(encoding="utf-8")
     assert utility_kind("blog/index.html", blog) == "list of posts"
     assert utility_kind("blog/index.html", blog.replace("Docusaurus v", "x")) is None
+
+
+def test_a_docsy_section_is_a_list_page_only_without_text_of_its_own() -> None:
+    """Docsy names the Hugo kind on <body> and writes a section's index of its pages in a
+    "section-index" element: docs/index.html has nothing else, docs/tutorial-basics/ has
+    its description too. Without Docsy's main element, the same markup is nobody's."""
+    site = REAL_PAGES / "docsy"
+    index = (site / "docs/index.html").read_text(encoding="utf-8")
+    assert utility_kind("docs/index.html", index) == "list of pages"
+    own = (site / "docs/tutorial-basics/index.html").read_text(encoding="utf-8")
+    assert "section-index" in own and utility_kind("docs/tutorial-basics/index.html", own) is None
+    tag = (site / "tags/hola/index.html").read_text(encoding="utf-8")
+    assert utility_kind("tags/hola/index.html", tag) == "taxonomy index"
+    assert utility_kind("docs/index.html", index.replace("td-main", "x")) is None
