@@ -15,10 +15,8 @@ the page does not have. It is dropped here by what it is, in this order:
 2. **What the common generators emit** where they use plain ``div``s with class names:
    Sphinx (its basic theme, Read the Docs, Alabaster), MkDocs (its Bootstrap themes and
    Material), Docusaurus, Hugo (Docsy, Book), Jekyll (minima, Just the Docs), Doxygen.
-   The Sphinx, MkDocs, Material, Docusaurus, Hugo Docsy and Book, Jekyll minima and
-   Doxygen names were read from real output (tests/data/real_pages/<generator>/ keeps
-   pages of each, with their source); the Just the Docs names come from that theme's
-   templates and are not checked on a built site here (it is not packaged for Debian).
+   All were read from real output: tests/data/real_pages/<generator>/ keeps pages of
+   each, with their source.
 
 Each heading keeps the anchor the page gives it, so a link to the section lands on it:
 the heading's own ``id``; else the target of its permalink (``<a class="headerlink"
@@ -98,7 +96,7 @@ CHROME_CLASSES = frozenset(
         "book-header", "book-footer",
         # Jekyll: minima and Just the Docs
         "site-header", "site-footer", "site-nav", "side-bar", "main-header",
-        "anchor-heading", "rss-subscribe",
+        "anchor-heading", "rss-subscribe", "skip-to-main",
         # Doxygen
         "navpath", "tabs", "tabs2", "tabs3", "navrow", "summary", "permalink", "ingroups",
         "headertitle",
@@ -106,8 +104,13 @@ CHROME_CLASSES = frozenset(
         "headerlink",
     }
 )  # fmt: skip
+# A heading of these classes titles an in-page or child-page table of contents: Just the
+# Docs writes its children list under <h2 class="text-delta">, and its docs ask authors to
+# class their "Table of contents" heading so.
+CHROME_HEADING_CLASSES = frozenset({"text-delta"})
 CHROME_IDS = frozenset(
     {
+        "markdown-toc",  # kramdown's {:toc} (Jekyll's Markdown): the page's own headings
         "searchbox", "ethical-ad-placement",  # Sphinx
         "titlearea", "main-nav", "MSearchSelectWindow", "MSearchResultsWindow", "nav-path",
         "navrow1", "navrow2", "side-nav",  # Doxygen
@@ -192,7 +195,10 @@ def is_chrome(tag: str, attrs: dict[str, str], inside_content: bool) -> bool:
         return True
     if attrs.get("id", "") in CHROME_IDS:
         return True
-    return not CHROME_CLASSES.isdisjoint(attrs.get("class", "").split())
+    classes = attrs.get("class", "").split()
+    if _HEADING.fullmatch(tag) and not CHROME_HEADING_CLASSES.isdisjoint(classes):
+        return True
+    return not CHROME_CLASSES.isdisjoint(classes)
 
 
 def markdown_literal(text: str) -> str:
@@ -237,6 +243,9 @@ class _Reader(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         values = {name: value or "" for name, value in attrs}
         self._note_ids(tag, values)
+        if tag == "body" and "head" in self._stack:
+            # Minified pages (Just the Docs) omit </head>, which <body> ends implicitly.
+            del self._stack[self._stack.index("head") :]
         if tag == "title" and "body" not in self._stack:
             self._in_title = True
         if tag in _VOID:

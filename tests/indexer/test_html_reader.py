@@ -100,3 +100,12 @@ def test_a_heading_that_is_only_a_link_to_another_page_is_a_summary_heading() ->
         "Posts", "What we wrote.", "Our own team", "Ours.", "Here", "Also ours."
     ]  # fmt: skip
     assert own_blocks(own) == own
+
+
+def test_a_page_that_leaves_out_its_head_end_tag_is_still_read() -> None:
+    """HTML lets a page omit </head> (<body> ends it); minifiers do (Just the Docs' built
+    pages: tests/data/real_pages/just-the-docs). A reader that waited for </head> read
+    nothing of such a page."""
+    html = "<html><head><title>T</title><meta charset=utf-8><body><main><h1>Hi</h1><p>Text.</p>"
+    assert texts(html) == ["Hi", "Text."]
+    assert read_html(html).title == "T"

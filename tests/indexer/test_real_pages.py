@@ -39,6 +39,10 @@ CHROME_MARKERS = {
                    "Built with Docusaurus", "Stack Overflow", "Recent posts", "Older post",
                    "Tags:"),
     "jekyll": ("subscribe via", "your-email@example.com"),
+    "just-the-docs": ("Skip to main content", "Markdown kitchen sink", "Back to top",
+                      "Edit this page on GitHub", "This site uses Just the Docs",
+                      "Expand (external link)", "Just the Docs on GitHub",
+                      "Patrick Marsceill and Just the Docs contributors"),
     "hugo": ("Edit this page", "Hugo Themes", "Russian"),
 }  # fmt: skip
 # Left in, on purpose: Docsy's blog pager ("← Previous", "Next →" at a post's end) is
@@ -46,7 +50,7 @@ CHROME_MARKERS = {
 
 # Content pages whose sections all carry an anchor the page gives them.
 ANCHORED = ("sphinx", "sphinx-rtd", "sphinx-alabaster", "mkdocs", "material", "doxygen",
-            "hugo", "docusaurus", "docsy")  # fmt: skip
+            "hugo", "docusaurus", "docsy", "just-the-docs")  # fmt: skip
 UTILITY = {
     "sphinx": {"search.html", "404.html", "py-modindex.html"},
     "sphinx-rtd": {"search.html"},
@@ -56,6 +60,7 @@ UTILITY = {
     "material": {"404.html"},
     "doxygen": {"globals_n.html", "search/all_2.html"},
     "jekyll": {"404.html"},
+    "just-the-docs": {"404.html"},  # docs/search/index.html is a page about search
     # a tag's list of posts; the posts section's list of summaries
     "hugo": {"404.html", "tags/golang/index.html", "posts/index.html"},
     # a docs section's index of its pages; the blog's list of posts; a tag page
@@ -129,9 +134,11 @@ def test_no_chunk_holds_the_sites_chrome(generator: str) -> None:
 def test_headings_are_clean(generator: str) -> None:
     for relative, html in content_pages(generator):
         for chunk in chunks_of(relative, html):
-            for part in chunk.heading.split(" > "):
+            title, *sections = chunk.heading.split(" > ")
+            for part in (title, *sections):
                 assert part.strip() == part and part, (relative, chunk.heading)
                 assert not _SIGN_AT_END.search(part), (relative, chunk.heading)
+            for part in sections:  # a page may be titled "Search" (Just the Docs' is)
                 assert part.lower() not in LANDMARK_HEADINGS, (relative, chunk.heading)
 
 
@@ -223,3 +230,16 @@ def test_a_hugo_list_of_post_summaries_is_left_out_a_section_with_its_own_text_i
     kept, _ = collect(site, IndexPolicy((), (), keep_utility_pages=True))
     listed = next(p for p in kept if p.source == "posts/index.html")
     assert any(summary in b.text for b in listed.blocks)  # kept whole on request
+
+
+def test_a_table_of_contents_is_not_a_section() -> None:
+    """Just the Docs titles a page's table of contents (kramdown's {:toc} list, or the
+    theme's list of child pages) with <h2 class="text-delta">Table of contents</h2>: the
+    text after it is the page's introduction, not a "Table of contents" section."""
+    site = REAL_PAGES / "just-the-docs"
+    page = (site / "docs/search/index.html").read_text(encoding="utf-8")
+    assert '<ol id="markdown-toc">' in page and "Table of contents</h2>" in page
+    chunks = chunks_of("docs/search/index.html", page)
+    assert chunks[0].heading == "Search" and "lunr.js" in chunks[0].text
+    assert all("Table of contents" not in c.heading for c in chunks)
+    assert sum("Search granularity" in c.text for c in chunks) == 0  # the TOC's link text
