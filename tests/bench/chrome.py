@@ -5,15 +5,17 @@ indexer read them before issue 28 (tests/bench/legacy_html.py: only `nav`, `head
 docs/benchmarks.md.
 
 The sites are Debian `*-doc` packages fetched by `corpora.debian_doc_site` (never
-committed) and the Jekyll minima, Hugo Book and Docusaurus pages vendored in
-tests/data/real_pages.
+committed) and the Jekyll minima, Hugo Book, Docusaurus, Docsy and Just the Docs pages
+vendored in tests/data/real_pages.
 None is a held-out acceptance set.
 
 What is counted, per site:
 
 - chrome chunks: a chunk whose heading or text holds one of the site theme's chrome
   markers (its footer, search box, menu, "edit" and skip links; each read off the site's
-  pages), or whose heading trail names a landmark ("Navigation", "Quick search", ...);
+  pages), or whose heading trail names a landmark below the page's title ("Navigation",
+  "Quick search", ...; a page may be titled "Search", as Just the Docs' page about its
+  search is);
 - boilerplate chunks: a chunk with a line (a paragraph or list item) of three words or
   more that the earlier reading finds on at least half of the site's pages (a generic
   check that needs no list);
@@ -59,6 +61,10 @@ THEME_MARKERS = {
     "hugo": ("Edit this page", "Hugo Themes", "Russian"),
     "sphinx-alabaster": ("Quick search", "Related Topics", "©MMXVIX",
                          "You are currently looking at"),
+    "just-the-docs": ("Skip to main content", "Back to top", "Edit this page on GitHub",
+                      "This site uses Just the Docs", "Just the Docs on GitHub"),
+    "docsy": ("View page source", "Edit this page", "Create child page",
+              "Create documentation issue", "All Rights Reserved", "Tags:"),
     "docusaurus": ("Skip to main content", "Tutorial Intro", "Edit this page",
                    "Built with Docusaurus", "Recent posts", "Older post", "Tags:"),
 }  # fmt: skip
@@ -87,6 +93,10 @@ SITES = (
          "python-requests-doc", "usr/share/doc/python-requests-doc/html"),
     Site("Docusaurus 3.10 classic template pages", "docusaurus", "",
          "tests/data/real_pages/docusaurus"),
+    Site("Docsy 0.17 pages (Hugo 0.168, the Docusaurus template's text)", "docsy", "",
+         "tests/data/real_pages/docsy"),
+    Site("Just the Docs 0.12 pages (Jekyll 4.3)", "just-the-docs", "",
+         "tests/data/real_pages/just-the-docs"),
 )  # fmt: skip
 
 
@@ -155,7 +165,8 @@ def measure(
     for chunk, ids in chunks:
         flat = " ".join(f"{chunk.heading} {chunk.text}".split())
         parts = chunk.heading.split(" > ")
-        chrome += any(m in flat for m in markers) or any(p.lower() in LANDMARKS for p in parts)
+        landmark = any(p.lower() in LANDMARKS for p in parts[1:])
+        chrome += any(m in flat for m in markers) or landmark
         boiler += not boilerplate.isdisjoint(_lines(chunk.text))
         signed += bool(SIGNED.search(chunk.heading))
         anchor = link(chunk) if len(parts) > 1 else ""
