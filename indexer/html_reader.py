@@ -296,10 +296,10 @@ class _Reader(HTMLParser):
             return
         if data.strip() and self._heading and not self._skip_at:
             self._heading_text[bool(self._heading_link_at)] = True
-        if data.strip():
+        if data.strip() and self._stack[-1:] not in (["script"], ["style"], ["template"]):
             # Text between an id and a heading, even chrome's (Docusaurus's sidebar and
             # breadcrumbs between its content wrapper's id and the page's <h1>), means
-            # the id is not the heading's.
+            # the id is not the heading's; a script's code is no text a reader sees.
             self._pending_id = ""
         if self._skip_at or "head" in self._stack:
             return

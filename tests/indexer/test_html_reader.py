@@ -109,3 +109,12 @@ def test_a_page_that_leaves_out_its_head_end_tag_is_still_read() -> None:
     html = "<html><head><title>T</title><meta charset=utf-8><body><main><h1>Hi</h1><p>Text.</p>"
     assert texts(html) == ["Hi", "Text."]
     assert read_html(html).title == "T"
+
+
+def test_a_heading_takes_the_id_before_it_unless_text_comes_between() -> None:
+    """Visible text between (even a sidebar's, which is dropped) breaks the link between an
+    id and the heading after it; a script's code does not."""
+    chrome = '<div id="wrap"><aside>Menu</aside><main><h1>Title</h1><p>Text.</p></main></div>'
+    assert read_html(chrome).blocks[0].anchor == ""
+    script = '<section id="s"><script>var x = 1;</script><h2>Title</h2><p>Text.</p></section>'
+    assert read_html(script).blocks[0].anchor == "s"
