@@ -17,8 +17,8 @@ class Docusaurus puts on ``<html>``, the markup Sphinx's viewcode extension writ
 
 Lists of other pages are left out for the same reason: a Docusaurus blog's list of posts,
 its archive, tag and author pages, a docs category's generated index, and a Hugo section's
-list of posts or pages (Hugo Book, Docsy; when it has no text of its own) hold the posts'
-and pages' own summaries, so a question finds the summary instead of the page.
+list of posts or pages when it has no text of its own (list_pages.py) hold the posts' and
+pages' own summaries, so a question finds the summary instead of the page.
 
 Sphinx's viewcode extension (https://www.sphinx-doc.org/en/master/usage/extensions/viewcode.html)
 writes a highlighted copy of each documented module's source under ``_modules/`` and an
@@ -32,7 +32,7 @@ import re
 from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
 
-from .html_reader import own_blocks, read_html
+from .list_pages import DOCSY_MAIN, HUGO_META, body_classes, has_text, own_text
 from .pages import HTML_SUFFIXES
 
 # File names that are a utility page on any site (Sphinx, MkDocs, Jekyll, Docusaurus...).
@@ -67,16 +67,7 @@ def _generator(name: str) -> re.Pattern[str]:
 
 
 _DOXYGEN_META = _generator("Doxygen")
-_HUGO_META = _generator("Hugo")
 _DOCUSAURUS_META = _generator("Docusaurus")
-# A list page's feed: Hugo gives its list kinds (home, section, taxonomy, term) an RSS output
-# by default and single pages none (https://gohugo.io/configuration/outputs/).
-_FEED = re.compile(rf"<link\s[^>]*type={_Q}application/(?:rss|atom)(?:\+|&#43;)xml", re.I)
-# Docsy (a Hugo theme) names the page's Hugo kind on <body class="td-section">, and writes
-# a section's list of its pages, or of its blog posts, in these elements.
-_BODY_CLASS = re.compile(r"<body\b[^>]*?\sclass=(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", re.I)
-_DOCSY_MAIN = re.compile(r"class=[\"']?td-main\b")
-_DOCSY_LISTS = frozenset({"section-index", "td-blog-posts"})
 _REFRESH = re.compile(rf"<meta\s+http-equiv={_Q}refresh{_Q}", re.I)
 _HTML_CLASS = re.compile(r"<html\b[^>]*?\sclass=(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", re.I)
 # Docusaurus's page-type classes on <html> (ThemeClassNames.page in @docusaurus/theme-common)
@@ -102,12 +93,11 @@ def utility_kind(relative: str, content: str) -> str | None:
     if _REFRESH.search(head):
         return "redirect"
     parts = PurePosixPath(relative.lower()).parts
-    if _HUGO_META.search(head) and parts[0] in _HUGO_TAXONOMIES:
+    if _hugo_taxonomy(head, content, parts[0]):
         return "taxonomy index"
-    if _HUGO_META.search(head) and _FEED.search(head) and _only_summaries(content):
-        return "list of posts"  # a section's list: each post's summary, nothing of its own
-    if _DOCSY_MAIN.search(content):
-        return _docsy_kind(content)
+    own = own_text(content)  # a Hugo section's list page (list_pages.py)
+    if own is not None and not has_text(own):
+        return "list of pages"  # each post's or page's summary, nothing of its own
     if _DOXYGEN_META.search(head):
         return _doxygen_kind(name, parts)
     if _DOCUSAURUS_META.search(head):
@@ -117,24 +107,13 @@ def utility_kind(relative: str, content: str) -> str | None:
     return None
 
 
-def _only_summaries(content: str, lists: frozenset[str] = frozenset()) -> bool:
-    """Whether a list page holds summaries of other pages and no text of its own (a title
-    alone is not text): without its summary sections, and without the elements of class
-    `lists` (a theme's generated list), nothing is left. A section page with its own text
-    (Hugo Book's docs sections) is content."""
-    blocks = read_html(content).blocks
-    own = own_blocks(read_html(content, lists).blocks if lists else blocks)
-    return len(own) < len(blocks) and not any(block.level == 0 for block in own)
-
-
-def _docsy_kind(content: str) -> str | None:
-    found = _BODY_CLASS.search(content)
-    classes = set("".join(found.groups(default="")).split()) if found else set()
-    if not classes.isdisjoint({"td-taxonomy", "td-term"}):
-        return "taxonomy index"
-    if "td-section" in classes and _only_summaries(content, _DOCSY_LISTS):
-        return "list of pages"  # a docs section's index of its pages, the blog's posts
-    return None
+def _hugo_taxonomy(head: str, content: str, folder: str) -> bool:
+    """A tag or category page: under Hugo's default taxonomy folders, or one Docsy names
+    so (its <body class> says the Hugo kind: td-taxonomy, td-term)."""
+    if HUGO_META.search(head) and folder in _HUGO_TAXONOMIES:
+        return True
+    docsy = DOCSY_MAIN.search(content) is not None
+    return docsy and not body_classes(content).isdisjoint({"td-taxonomy", "td-term"})
 
 
 def _doxygen_kind(name: str, parts: tuple[str, ...]) -> str | None:

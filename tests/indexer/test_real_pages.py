@@ -243,3 +243,14 @@ def test_a_table_of_contents_is_not_a_section() -> None:
     assert chunks[0].heading == "Search" and "lunr.js" in chunks[0].text
     assert all("Table of contents" not in c.heading for c in chunks)
     assert sum("Search granularity" in c.text for c in chunks) == 0  # the TOC's link text
+
+
+def test_a_list_page_with_text_of_its_own_is_indexed_as_that_text_alone() -> None:
+    """Docsy's docs/tutorial-basics/ says what the section is about, then lists its pages
+    (the theme's section-index): the chunks hold the former, not the list."""
+    relative = "docs/tutorial-basics/index.html"
+    html = (REAL_PAGES / "docsy" / relative).read_text(encoding="utf-8")
+    assert "Create a Blog Post" in naive_text(html)  # the list is on the page
+    text = " ".join(flat(c) for c in chunks_of(relative, html))
+    assert "5 minutes to learn the most important Docusaurus concepts." in text
+    assert "Create a Blog Post" not in text and "Deploy your site" not in text
