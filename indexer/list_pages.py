@@ -40,14 +40,18 @@ def own_text(content: str) -> tuple[HtmlBlock, ...] | None:
     """A Hugo list page's blocks without its list of other pages; None when the page is
     not a list page or lists nothing (then it is read as any page)."""
     head = content[:_HEAD]
-    if HUGO_META.search(head) and _FEED.search(head):
-        lists: frozenset[str] = frozenset()
-    elif DOCSY_MAIN.search(content) and "td-section" in body_classes(content):
-        lists = _DOCSY_LISTS
+    if DOCSY_MAIN.search(content) and "td-section" in body_classes(content):
+        blocks = read_html(content).blocks
+        own = own_blocks(read_html(content, _DOCSY_LISTS).blocks)
+    elif HUGO_META.search(head) and _FEED.search(head):
+        blocks = read_html(content).blocks
+        own = own_blocks(blocks)
+        # A theme may link the site's feed from every page: a post with one heading that
+        # links elsewhere is no list.
+        if sum(block.links_away for block in blocks) < 2:
+            return None
     else:
         return None
-    blocks = read_html(content).blocks
-    own = own_blocks(read_html(content, lists).blocks if lists else blocks)
     return own if len(own) < len(blocks) else None
 
 

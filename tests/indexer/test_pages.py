@@ -91,3 +91,14 @@ def test_a_hugo_list_page_is_read_as_its_own_text_without_the_summaries() -> Non
     assert [b.text for b in page.blocks] == ["Posts", "Notes from the team."]
     plain = parse_page("posts/index.html", body)  # not a page Hugo wrote: read whole
     assert "A opens so." in [b.text for b in plain.blocks]
+
+
+def test_a_hugo_post_with_one_heading_that_links_elsewhere_is_read_whole() -> None:
+    """Some themes link the site's feed from every page: one linked heading on a post is
+    the post's own section, not a list of summaries."""
+    body = (
+        '<main><h1>Release</h1><p>Out now.</p><h2><a href="/download/">Download</a></h2>'
+        "<p>Get it.</p></main>"
+    )
+    page = parse_page("posts/release/index.html", HUGO_LIST_HEAD + body)
+    assert [b.text for b in page.blocks] == ["Release", "Out now.", "Download", "Get it."]
