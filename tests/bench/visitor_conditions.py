@@ -13,11 +13,11 @@ default embedder), and S4 ranks beside each as it would in a run. Measured for t
 policy (steps/lib/grounding/selection.py) and, on the same harness, for the policy it
 replaced (the current page first, in page order, until the
 budget is full) and for other current-page priors. The sets: Requests's docs (Sphinx),
-MkDocs's docs (MkDocs) and LMDB's C API (Doxygen), built HTML from Debian's *-doc
-packages, and npm's docs (Markdown shipped in the npm package); questions written from
-the pages before any was asked. The degraded answer (S7) is measured on the same indexes:
-the quoted section's page, and that page or one of its two "also see" links. The section
-replaces only `bench:visitor` in docs/benchmarks.md.
+MkDocs's docs (MkDocs), LMDB's C API and json-c's API (Doxygen), built HTML from Debian's
+*-doc packages, and npm's docs (Markdown shipped in the npm package); questions written
+from the pages before any was asked. The degraded answer (S7) is measured on the same
+indexes: the quoted section's page, and that page or one of its two "also see" links. The
+section replaces only `bench:visitor` in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -92,6 +92,18 @@ SITES = (
         DATA / "lmdb_questions.json",
     ),
     RealSite("npm", "Markdown (npm's docs/content)", corpora.npm_docs, DATA / "npm_questions.json"),
+    # Added to check that issue 28's degraded-answer ranking changes generalise: a site of
+    # its own (Doxygen file references and a Markdown README), its questions written and
+    # committed before any change was measured on it.
+    RealSite(
+        "jsonc",
+        "Doxygen",
+        lambda dest: corpora.debian_doc_site(
+            "libjson-c-doc", "usr/share/doc/libjson-c-dev/html", dest,
+            "json-c API documentation (Debian libjson-c-doc)",
+        ),
+        DATA / "jsonc_questions.json",
+    ),
 )  # fmt: skip
 
 
