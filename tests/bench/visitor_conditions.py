@@ -43,7 +43,7 @@ from steps.lib.providers.hashing_embedder import HashingEmbedder
 from steps.lib.providers.local_embedder import LocalEmbedder, conversation_vector, default_threads
 from steps.lib.runtime.settings import Settings
 from steps.retrieve import TOP_MATCHES, sources_of
-from tests.bench import corpora, quality, report
+from tests.bench import corpora, degraded_misses, quality, report
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
@@ -312,7 +312,7 @@ def runs(site: Path, work: Path) -> dict[str, Run]:
     return out
 
 
-def measure(work: Path) -> str:
+def measure(work: Path) -> tuple[str, str]:
     lines = [
         f"Measured by `make bench-retrieval` ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} "
         "CPUs): page-level MRR of the pages S4 cites (retrieve.handler's steps: follow-up "
@@ -324,22 +324,39 @@ def measure(work: Path) -> str:
         "committed.",
         "",
     ]
+    degraded = [degraded_misses.INTRO, ""]
     for site in SITES:
         corpus = site.fetch(work / f"site-{site.key}")
         qs = quality.load_set(site.questions)
+        levers: dict[str, dict[str, tuple[float, float]]] = {}
         for name, run in runs(corpus.site, work / f"index-{site.key}").items():
             missing = quality.missing_pages(run.kb, qs)
             if missing:
                 raise SystemExit(f"{site.key}: expected pages missing from the index: {missing}")
             lines += [*site_table(site, corpus, name, site_report(run, qs)), ""]
-    return "\n".join(lines).rstrip()
+            levers[name] = degraded_misses.lever_rates(run, qs)
+        # The misses beside the default embedder (the last run): what a visitor gets.
+        degraded += [
+            f"**{corpus.name}, {corpus.version}** ({site.generator}; "
+            f"`tests/data/{site.questions.name}`), quoted page / page or a link:",
+            "",
+            *degraded_misses.lever_table(levers),
+            "",
+            f"Its misses beside the {name}: the page rank of the expected page and of the "
+            "quoted section's page under each signal (1 = ranked first):",
+            "",
+            *degraded_misses.miss_table(degraded_misses.misses(run, qs)),
+            "",
+        ]
+    return "\n".join(lines).rstrip(), "\n".join(degraded).rstrip()
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        body = measure(Path(tmp))
+        body, degraded = measure(Path(tmp))
     print(body)
     report.write_section("visitor", "Asked from where the visitor stands", body)
+    report.write_section("degraded", "Why the degraded answer misses", degraded)
 
 
 if __name__ == "__main__":
