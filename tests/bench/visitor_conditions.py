@@ -335,6 +335,11 @@ def measure(work: Path) -> tuple[str, str]:
                 raise SystemExit(f"{site.key}: expected pages missing from the index: {missing}")
             lines += [*site_table(site, corpus, name, site_report(run, qs)), ""]
             levers[name] = degraded_misses.lever_rates(run, qs)
+        with degraded_misses.no_short_sections_merged():
+            unmerged = runs(corpus.site, work / f"unmerged-{site.key}")
+        for label, other in unmerged.items():
+            shipped = degraded_misses.lever_rates(other, qs)[next(iter(degraded_misses.LEVERS))]
+            levers[label][degraded_misses.UNMERGED] = shipped
         # The misses beside the default embedder (the last run): what a visitor gets.
         degraded += [
             f"**{corpus.name}, {corpus.version}** ({site.generator}; "

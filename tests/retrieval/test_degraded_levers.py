@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from indexer import chunking
 from indexer.build import build
 from steps.lib.grounding import retrieval
 from steps.lib.grounding.followup import Query, plain_query
@@ -113,3 +114,23 @@ def test_misses_list_only_questions_quoted_from_another_page(doxygen: Knowledge)
     assert quoted_rank == 1 and expected_rank > 1
     rates = dm.lever_rates(run, qs)
     assert rates["shipped (the best chunk's page; also see: next pages sharing a term)"][0] == 0.5
+
+
+def test_the_indexer_lever_keeps_short_sections_apart_and_then_restores_the_rule(
+    tmp_path: Path,
+) -> None:
+    """Doxygen gives each member a one-line section; the indexer merges those into their
+    neighbour. The bench's lever indexes without the merge, and only while it runs."""
+    before = dict(chunking.chunk_page.__kwdefaults__ or {})
+    merged = tmp_path / "merged"
+    build(DOXYGEN, merged, PRETTY_POLICY, HashingEmbedder())
+    with pytest.raises(RuntimeError), dm.no_short_sections_merged():
+        build(DOXYGEN, tmp_path / "unmerged", PRETTY_POLICY, HashingEmbedder())
+        kept = load_knowledge(tmp_path / "unmerged", embedder=HashingEmbedder.id)
+        raise RuntimeError("the rule comes back even when the bench fails")
+    assert chunking.chunk_page.__kwdefaults__ == before
+    usual = load_knowledge(merged, embedder=HashingEmbedder.id)
+    assert len(kept.chunks) > len(usual.chunks)
+    # Headings the merge folded into another section's text are headings again.
+    usual_headings = {c.heading for c in usual.chunks}
+    assert {c.heading for c in kept.chunks} > usual_headings
