@@ -107,6 +107,55 @@ def cold_until(state: str, mode: Mode, memory: Mapping[str, int]) -> float:
     return steps + states_entered(state) * TRANSITION_S
 
 
+# The wake (statemachine/chat.asl.json, WakeLaterSteps): when S1 finds the site quiet, S4-S6
+# are invoked asynchronously right after it, so their INIT can run while S2 and S3 do.
+WOKEN = ("Retrieve", "Invoke", "Reconcile")
+# Assumed: from the asynchronous Invoke's answer to the event reaching the function (Lambda
+# queues it first; no AWS page gives the delay). doctor --cold measures it in its place.
+WAKE_DELIVERY_S = 0.2
+
+
+def woken_step(state: str, mode: Mode, memory_mb: int) -> float:
+    """A step whose environment the wake started: its first invocation without the INIT."""
+    return cold_step(state, mode, memory_mb) - init_seconds(state, mode, memory_mb)
+
+
+def wake_timeline(
+    mode: Mode, memory: Mapping[str, int], delivery_s: float = WAKE_DELIVERY_S
+) -> dict[str, dict[str, float | bool]]:
+    """Per answered step, a quiet first message with the wake: when the real call arrives
+    (from the execution's start), whether the woken environment is ready by then (sent at
+    the wake state, + ``delivery_s`` + START + INIT), how much later the delivery could be
+    before it misses (``margin``, negative when it does), and the step's time. S1-S3 are
+    cold; a woken step is warm when ready, else cold (Lambda starts another environment)."""
+    timeline: dict[str, dict[str, float | bool]] = {}
+    sent = cold_step("OriginVerify", mode, memory["OriginVerify"])
+    sent += states_entered("WakeLaterSteps") * TRANSITION_S
+    elapsed = 0.0
+    for state in ANSWERED:
+        arrives = elapsed + states_entered(state) * TRANSITION_S
+        row: dict[str, float | bool] = {"arrives": arrives}
+        step = cold_step(state, mode, memory[state])
+        if state in WOKEN:
+            ready = sent + delivery_s + init_seconds(state, mode, memory[state])
+            row.update(margin=arrives - ready, warm=ready <= arrives)
+            if ready <= arrives:
+                step = woken_step(state, mode, memory[state])
+        row["step"] = step
+        timeline[state] = row
+        elapsed += step
+    return timeline
+
+
+def message_seconds(mode: Mode, memory: Mapping[str, int], *, woken: bool) -> float:
+    """A quiet first message, S1 to the end of S6 (Bedrock excluded): every step cold, or
+    with the wake (`wake_timeline`)."""
+    if not woken:
+        return cold_until("Reconcile", mode, memory)
+    last = wake_timeline(mode, memory)["Reconcile"]
+    return float(last["arrives"]) + float(last["step"])
+
+
 # Assumed: Titan's query embedding in S4 (Bedrock's time, which the CPU figures leave out).
 EMBEDDING_WAIT_S = 0.15
 # State transitions and each Task's own Invoke round trip over a settlement (no AWS figure).

