@@ -115,45 +115,52 @@ WOKEN = ("Retrieve", "Invoke", "Reconcile")
 WAKE_DELIVERY_S = 0.2
 
 
-def woken_step(state: str, mode: Mode, memory_mb: int) -> float:
-    """A step whose environment the wake started: its first invocation without the INIT."""
-    return cold_step(state, mode, memory_mb) - init_seconds(state, mode, memory_mb)
+Figures = Mapping[str, Mapping[str, float]]  # per step: import, first (and warm) CPU
 
 
-def wake_timeline(
-    mode: Mode, memory: Mapping[str, int], delivery_s: float = WAKE_DELIVERY_S
+def wake_timeline_of(
+    cpu_by_state: Figures, memory: Mapping[str, int], delivery_s: float = WAKE_DELIVERY_S
 ) -> dict[str, dict[str, float | bool]]:
-    """Per answered step, a quiet first message with the wake: when the real call arrives
-    (from the execution's start), whether the woken environment is ready by then (sent at
-    the wake state, + ``delivery_s`` + START + INIT), how much later the delivery could be
-    before it misses (``margin``, negative when it does), and the step's time. S1-S3 are
-    cold; a woken step is warm when ready, else cold (Lambda starts another environment)."""
+    """Per answered step of a quiet first message with the wake: when the real call arrives
+    (from the execution's start), whether the woken environment is ready by then (the wake
+    sent at its state, + ``delivery_s`` + START + INIT), how much later the delivery could
+    come before it misses (``margin``, negative when it does) and the step's time. S1-S3 are
+    cold; a woken step is warm when ready (its first invocation without the INIT), else cold:
+    Lambda gives the real call another environment."""
     timeline: dict[str, dict[str, float | bool]] = {}
-    sent = cold_step("OriginVerify", mode, memory["OriginVerify"])
+    sent = cold_step_of(cpu_by_state["OriginVerify"], "OriginVerify", memory["OriginVerify"])
     sent += states_entered("WakeLaterSteps") * TRANSITION_S
     elapsed = 0.0
     for state in ANSWERED:
+        figures, mb = cpu_by_state[state], memory[state]
         arrives = elapsed + states_entered(state) * TRANSITION_S
         row: dict[str, float | bool] = {"arrives": arrives}
-        step = cold_step(state, mode, memory[state])
+        step = cold_step_of(figures, state, mb)
         if state in WOKEN:
-            ready = sent + delivery_s + init_seconds(state, mode, memory[state])
-            row.update(margin=arrives - ready, warm=ready <= arrives)
+            init = init_of(figures, mb)
+            ready = sent + delivery_s + init
+            row.update(init=init, margin=arrives - ready, warm=ready <= arrives)
             if ready <= arrives:
-                step = woken_step(state, mode, memory[state])
+                step -= init
         row["step"] = step
         timeline[state] = row
         elapsed += step
     return timeline
 
 
+def woken_message_of(
+    cpu_by_state: Figures, memory: Mapping[str, int], delivery_s: float = WAKE_DELIVERY_S
+) -> float:
+    """A quiet first message with the wake, S1 to the end of S6 (Bedrock excluded)."""
+    last = wake_timeline_of(cpu_by_state, memory, delivery_s)["Reconcile"]
+    return float(last["arrives"]) + float(last["step"])
+
+
 def message_seconds(mode: Mode, memory: Mapping[str, int], *, woken: bool) -> float:
-    """A quiet first message, S1 to the end of S6 (Bedrock excluded): every step cold, or
-    with the wake (`wake_timeline`)."""
+    """A quiet first message on the committed figures: every step cold, or with the wake."""
     if not woken:
         return cold_until("Reconcile", mode, memory)
-    last = wake_timeline(mode, memory)["Reconcile"]
-    return float(last["arrives"]) + float(last["step"])
+    return woken_message_of({s: cpu(s, mode) for s in ANSWERED}, memory)
 
 
 # Assumed: Titan's query embedding in S4 (Bedrock's time, which the CPU figures leave out).
