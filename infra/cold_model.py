@@ -148,19 +148,26 @@ def wake_timeline_of(
     return timeline
 
 
+def cold_message_of(cpu_by_state: Figures, memory: Mapping[str, int]) -> float:
+    """A first message with every step cold, from the execution's start to its answer
+    (Bedrock excluded): the wake lost, or was not sent."""
+    steps = sum(cold_step_of(cpu_by_state[s], s, memory[s]) for s in ANSWERED)
+    return steps + states_entered("Answer") * TRANSITION_S
+
+
 def woken_message_of(
     cpu_by_state: Figures, memory: Mapping[str, int], delivery_s: float = WAKE_DELIVERY_S
 ) -> float:
-    """A quiet first message with the wake, S1 to the end of S6 (Bedrock excluded)."""
+    """A quiet first message with the wake, from the execution's start to its answer."""
     last = wake_timeline_of(cpu_by_state, memory, delivery_s)["Reconcile"]
-    return float(last["arrives"]) + float(last["step"])
+    to_answer = states_entered("Answer") - states_entered("Reconcile")
+    return float(last["arrives"]) + float(last["step"]) + to_answer * TRANSITION_S
 
 
 def message_seconds(mode: Mode, memory: Mapping[str, int], *, woken: bool) -> float:
     """A quiet first message on the committed figures: every step cold, or with the wake."""
-    if not woken:
-        return cold_until("Reconcile", mode, memory)
-    return woken_message_of({s: cpu(s, mode) for s in ANSWERED}, memory)
+    figures = {s: cpu(s, mode) for s in ANSWERED}
+    return woken_message_of(figures, memory) if woken else cold_message_of(figures, memory)
 
 
 # Assumed: Titan's query embedding in S4 (Bedrock's time, which the CPU figures leave out).
