@@ -160,3 +160,40 @@ def test_only_a_verified_request_wakes_and_a_warm_s1_wakes_nothing(clock, cold):
         assert runtime.send(QUESTION, ip=ip).status == 200
     assert runtime.wire.counts()["lambda", "Invoke"] == 1 + 6 + 3 + 3 * 6
     assert [s.kind for s in runtime.served].count("event") == 3
+
+
+def test_an_s1_that_says_nothing_of_quiet_wakes_nothing_and_fails_nothing(clock, cold):
+    # During a deploy the new ASL may meet an S1 of the previous version: QuietDecision
+    # tests IsPresent first, so the message goes straight to S2 (a Choice on a missing path
+    # would fail the run).
+    runtime = cold()
+    new_s1 = runtime._handlers["steps.origin_verify"]
+
+    def previous_s1(event: Any, context: Any) -> Any:
+        out = dict(new_s1(event, context))
+        out.pop("quiet", None)
+        return out
+
+    runtime._handlers["steps.origin_verify"] = previous_s1
+    _answered_and_settled(runtime, runtime.send(QUESTION, ip=VISITOR))
+    assert runtime.wire.counts()["lambda", "Invoke"] == 6
+    assert all(s.kind == "call" for s in runtime.served)
+
+
+def test_a_wake_whose_function_fails_reaches_no_one(clock, cold, monkeypatch):
+    # An asynchronous invocation's error goes to Lambda's retry and age settings, not to the
+    # caller: the message is answered, and the real calls still find the woken environments.
+    from steps.lib.runtime import wake
+
+    def broken(event: Any, context: Any = None) -> Any:
+        raise RuntimeError("the wake broke")
+
+    runtime = cold()
+    for module in ("steps.retrieve", "steps.invoke", "steps.reconcile"):
+        real = runtime._handlers[module]
+        runtime._handlers[module] = lambda event, context, real=real: (
+            broken(event) if wake.is_wake(event) else real(event, context)
+        )
+    _answered_and_settled(runtime, runtime.send(QUESTION, ip=VISITOR))
+    woken_calls = [s for s in runtime.served if s.kind == "call" and s.state in WOKEN]
+    assert [s.cold for s in woken_calls] == [False, False, False]
