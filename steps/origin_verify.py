@@ -3,9 +3,10 @@
 The header is compared in constant time with the current secret and, during a rotation's
 grace period, the previous one. An empty header is refused before any SSM read.
 
-An allowed request also says whether the site looked quiet to this environment
-(``quiet``, steps/lib/runtime/quiet.py): the state machine then wakes S4-S6 while S2 and
-S3 run (steps/lib/runtime/wake.py). A refused request says nothing and counts for nothing.
+An allowed request also says when the site looked quiet to this environment (``quiet:
+true``, steps/lib/runtime/quiet.py; absent otherwise): the state machine then wakes S4-S6
+while S2 and S3 run (steps/lib/runtime/wake.py). A refused request says nothing and counts
+for nothing.
 """
 
 from __future__ import annotations
@@ -42,9 +43,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             "decision": "bad_request",
             "response": {"statusCode": 400, "body": {"error": str(exc)}},
         }
-    woke = quiet.ENVIRONMENT.quiet_then_seen()
-    observability.decision("allowed", quiet=woke)
-    return {"decision": "allowed", "request": request, "quiet": woke}
+    allowed: dict[str, Any] = {"decision": "allowed", "request": request}
+    if quiet.ENVIRONMENT.quiet_then_seen():
+        allowed["quiet"] = True  # only ever true: the state machine tests its presence
+    observability.decision("allowed", quiet="quiet" in allowed)
+    return allowed
 
 
 def _origin_ok(header: object, s: Settings) -> bool:

@@ -163,9 +163,9 @@ def test_only_a_verified_request_wakes_and_a_warm_s1_wakes_nothing(clock, cold):
 
 
 def test_an_s1_that_says_nothing_of_quiet_wakes_nothing_and_fails_nothing(clock, cold):
-    # During a deploy the new ASL may meet an S1 of the previous version: QuietDecision
-    # tests IsPresent first, so the message goes straight to S2 (a Choice on a missing path
-    # would fail the run).
+    # During a deploy the new ASL may meet an S1 of the previous version: OriginDecision
+    # tests only whether `quiet` is present, so the message goes straight to S2 (a
+    # comparison on a missing path would fail the run).
     runtime = cold()
     new_s1 = runtime._handlers["steps.origin_verify"]
 
