@@ -13,11 +13,11 @@ default embedder), and S4 ranks beside each as it would in a run. Measured for t
 policy (steps/lib/grounding/selection.py) and, on the same harness, for the policy it
 replaced (the current page first, in page order, until the
 budget is full) and for other current-page priors. The sets: Requests's docs (Sphinx),
-MkDocs's docs (MkDocs) and LMDB's C API (Doxygen), built HTML from Debian's *-doc
-packages, and npm's docs (Markdown shipped in the npm package); questions written from
-the pages before any was asked. The degraded answer (S7) is measured on the same indexes:
-the quoted section's page, and that page or one of its two "also see" links. The section
-replaces only `bench:visitor` in docs/benchmarks.md.
+MkDocs's docs (MkDocs), LMDB's C API and json-c's API (Doxygen), built HTML from Debian's
+*-doc packages, and npm's docs (Markdown shipped in the npm package); questions written
+from the pages before any was asked. The degraded answer (S7) is measured on the same
+indexes: the quoted section's page, and that page or one of its two "also see" links. The
+section replaces only `bench:visitor` in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from steps.lib.providers.hashing_embedder import HashingEmbedder
 from steps.lib.providers.local_embedder import LocalEmbedder, conversation_vector, default_threads
 from steps.lib.runtime.settings import Settings
 from steps.retrieve import TOP_MATCHES, sources_of
-from tests.bench import corpora, quality, report
+from tests.bench import corpora, degraded_misses, quality, report
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
@@ -92,6 +92,18 @@ SITES = (
         DATA / "lmdb_questions.json",
     ),
     RealSite("npm", "Markdown (npm's docs/content)", corpora.npm_docs, DATA / "npm_questions.json"),
+    # Added to check that issue 28's degraded-answer ranking changes generalise: a site of
+    # its own (Doxygen file references and a Markdown README), its questions written and
+    # committed before any change was measured on it.
+    RealSite(
+        "jsonc",
+        "Doxygen",
+        lambda dest: corpora.debian_doc_site(
+            "libjson-c-doc", "usr/share/doc/libjson-c-dev/html", dest,
+            "json-c API documentation (Debian libjson-c-doc)",
+        ),
+        DATA / "jsonc_questions.json",
+    ),
 )  # fmt: skip
 
 
@@ -300,7 +312,7 @@ def runs(site: Path, work: Path) -> dict[str, Run]:
     return out
 
 
-def measure(work: Path) -> str:
+def measure(work: Path) -> tuple[str, str]:
     lines = [
         f"Measured by `make bench-retrieval` ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} "
         "CPUs): page-level MRR of the pages S4 cites (retrieve.handler's steps: follow-up "
@@ -312,22 +324,44 @@ def measure(work: Path) -> str:
         "committed.",
         "",
     ]
+    degraded = [degraded_misses.INTRO, ""]
     for site in SITES:
         corpus = site.fetch(work / f"site-{site.key}")
         qs = quality.load_set(site.questions)
+        levers: dict[str, dict[str, tuple[float, float]]] = {}
         for name, run in runs(corpus.site, work / f"index-{site.key}").items():
             missing = quality.missing_pages(run.kb, qs)
             if missing:
                 raise SystemExit(f"{site.key}: expected pages missing from the index: {missing}")
             lines += [*site_table(site, corpus, name, site_report(run, qs)), ""]
-    return "\n".join(lines).rstrip()
+            levers[name] = degraded_misses.lever_rates(run, qs)
+        with degraded_misses.no_short_sections_merged():
+            unmerged = runs(corpus.site, work / f"unmerged-{site.key}")
+        for label, other in unmerged.items():
+            shipped = degraded_misses.lever_rates(other, qs)[next(iter(degraded_misses.LEVERS))]
+            levers[label][degraded_misses.UNMERGED] = shipped
+        # The misses beside the default embedder (the last run): what a visitor gets.
+        degraded += [
+            f"**{corpus.name}, {corpus.version}** ({site.generator}; "
+            f"`tests/data/{site.questions.name}`), quoted page / page or a link:",
+            "",
+            *degraded_misses.lever_table(levers),
+            "",
+            f"Its misses beside the {name}: the page rank of the expected page and of the "
+            "quoted section's page under each signal (1 = ranked first):",
+            "",
+            *degraded_misses.miss_table(degraded_misses.misses(run, qs)),
+            "",
+        ]
+    return "\n".join(lines).rstrip(), "\n".join(degraded).rstrip()
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        body = measure(Path(tmp))
+        body, degraded = measure(Path(tmp))
     print(body)
     report.write_section("visitor", "Asked from where the visitor stands", body)
+    report.write_section("degraded", "Why the degraded answer misses", degraded)
 
 
 if __name__ == "__main__":

@@ -373,7 +373,10 @@ def degraded_choice(
     visitor's current page, then to document order. A message about the current page
     ("summarise this page") quotes the page's first section. The "also see" pages are the next
     pages by their best chunk that share a term with the query: a visitor whose answer is
-    on the second page still gets there in one click.
+    on the second page still gets there in one click. Measured against the next pages with
+    no such rule and against picking the page by a page-level aggregate of its chunks
+    (docs/benchmarks.md, "Why the degraded answer misses"): the rule changed no link on
+    the bench's sets and stays as a guard; no aggregate was better on every set.
     """
     query = as_query(query)
     current = set(kb.page_chunks(page))
