@@ -33,6 +33,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
+
+Kind = Literal["call", "event"]  # synchronous, on the message's path; or asynchronous
 
 
 @dataclass
@@ -48,7 +51,7 @@ class Served:
     new (a REPORT line with an Init Duration, on Lambda)."""
 
     state: str
-    kind: str  # "call" (synchronous, on the message's path) or "event" (asynchronous)
+    kind: Kind
     cold: bool
     environment: int  # the environment's number for this function, from 1
 
@@ -117,7 +120,7 @@ class Environments:
             self._record(function, state, "event", cold, environment)
 
     def _record(
-        self, function: _Function, state: str, kind: str, cold: bool, environment: Environment
+        self, function: _Function, state: str, kind: Kind, cold: bool, environment: Environment
     ) -> None:
         number = function.environments.index(environment) + 1
         self.served.append(Served(state, kind, cold, number))

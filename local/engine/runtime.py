@@ -27,6 +27,7 @@ from steps.lib.runtime.settings import Settings
 from steps.lib.runtime.stages import STAGES, Stage
 
 from .edge import socket_address
+from .environments import Served
 from .results import LambdaContext, Outcome, decision_of, http_reply, terminal
 from .step_functions import Engine
 from .tables import create_ledger_table
@@ -194,7 +195,7 @@ class LocalRuntime:
         self._engine.wake_delivery(seconds)
 
     @property
-    def served(self) -> tuple[Any, ...]:
+    def served(self) -> tuple[Served, ...]:
         """Each invocation of a cold-started function: call or event, new environment or
         not (local/engine/environments.py). Waits for the asynchronous ones first."""
         self._engine.settle_events()
