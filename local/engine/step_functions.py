@@ -127,7 +127,8 @@ class Engine:
         self._throttled: dict[tuple[str, bool], int] = {}
         self._throttle_lock = threading.Lock()
         self._environments = Environments()
-        self._events: list[threading.Thread] = []
+        self._events: list[threading.Thread] = []  # asynchronous invocations still running
+        self._events_lock = threading.Lock()  # executions invoke from their own threads
         # Woken whenever an execution of this process ends (see `_signal_endings`).
         self._ended = Wakeups()
         self.state_machine_arn = ""
@@ -164,8 +165,10 @@ class Engine:
 
     def settle_events(self) -> None:
         """Wait for every asynchronous invocation's handler to have returned."""
-        while self._events:
-            self._events.pop().join()
+        with self._events_lock:
+            running, self._events = self._events, []
+        for thread in running:
+            thread.join()
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
@@ -311,8 +314,10 @@ class Engine:
                 self._dispatch(stage, event, name)
 
         thread = threading.Thread(target=run, name=f"chatguard-event-{stage.state}", daemon=True)
-        self._events.append(thread)
-        thread.start()
+        with self._events_lock:  # a long-running server keeps only the running ones
+            self._events = [t for t in self._events if t.is_alive()]
+            thread.start()  # started under the lock: a pruning never drops an unstarted one
+            self._events.append(thread)
 
     def _patch_engine(self) -> None:
         from moto.stepfunctions.parser.asl.component.common.path import result_path
