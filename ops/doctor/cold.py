@@ -167,7 +167,12 @@ def wake_of(lines: list[Logged], s1_end_ms: int | None) -> Wake | None:
 
 
 def wake_lines(wakes: Mapping[str, Wake | None]) -> list[str]:
-    assumed = cold_model.WAKE_DELIVERY_S * 1000
+    # The model's time from S1's end to the wake's start: the states entered after S1 up to
+    # and including the wake, then the assumed delivery.
+    after_s1 = cold_model.states_entered("WakeLaterSteps") - cold_model.states_entered(
+        "OriginVerify"
+    )
+    assumed = (cold_model.WAKE_DELIVERY_S + after_s1 * cold_model.TRANSITION_S) * 1000
     lines = []
     for state in cold_model.WOKEN:
         wake = wakes.get(state)
@@ -180,7 +185,7 @@ def wake_lines(wakes: Mapping[str, Wake | None]) -> list[str]:
             else "the wake lost the race: the real call started an environment of its own"
         )
         gap = "" if wake.gap_ms is None else f"; the wake started {wake.gap_ms:.0f} ms after S1"
-        lines.append(f"{state}: {where}{gap} (model assumes {assumed:.0f} ms)")
+        lines.append(f"{state}: {where}{gap} (model: {assumed:.0f} ms, DELIVERY assumed)")
     return lines
 
 

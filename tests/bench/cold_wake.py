@@ -116,7 +116,7 @@ def assumption_row() -> tuple[str, str]:
         f"DELIVERY = {cold_model.WAKE_DELIVERY_S * 1000:.0f} ms from the wake's asynchronous "
         "Invoke to the event reaching S4-S6",
         "for each of S4-S6, whether the real call was served by the woken environment, and "
-        "the gap from the wake state to the woken environment's INIT in place of DELIVERY",
+        "the time from S1's end to the wake's start (DELIVERY plus the states between)",
     )
 
 

@@ -275,5 +275,6 @@ def test_the_whole_check_says_whether_each_woken_step_was_served_by_its_wake(ser
         line = next(x for x in result.detail.splitlines() if x.startswith(f"{state}: "))
         assert said in line
         # S1's REPORT at S1_END; the wake's at +300 + INIT 300 + 1 ms, so it started 299 ms
-        # after S1 ended: printed in place of the model's assumed delivery.
-        assert "the wake started 299 ms after S1" in line and "model assumes 200 ms" in line
+        # after S1 ended: printed beside the model's (its Choice and wake states at 20 ms
+        # each, then the assumed 200 ms delivery).
+        assert "the wake started 299 ms after S1" in line and "(model: 240 ms" in line
