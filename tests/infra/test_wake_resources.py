@@ -34,8 +34,12 @@ def _deployed_definition(synth) -> dict:
 def test_the_deployed_workflow_wakes_the_three_later_steps_with_the_steps_own_payload(synth):
     states = _deployed_definition(synth)["States"]
     quiet, busy = states["OriginDecision"]["Choices"]
-    # Presence only: no comparison that a missing path would turn into a failed run.
-    assert quiet == {**quiet, "Variable": "$.origin.quiet", "IsPresent": True}
+    # quiet by presence (no comparison a missing path would turn into a failed run), and
+    # only beside an allowed decision (a refusal never reaches S2 through this rule).
+    assert quiet["And"] == [
+        {"Variable": "$.origin.decision", "StringEquals": "allowed"},
+        {"Variable": "$.origin.quiet", "IsPresent": True},
+    ]
     assert quiet["Next"] == "WakeLaterSteps" and busy["Next"] == "Quota"  # busy: straight on
     wake_state = states["WakeLaterSteps"]
     assert wake_state["Next"] == "Quota" and wake_state["Catch"][0]["Next"] == "Quota"

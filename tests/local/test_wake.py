@@ -197,3 +197,41 @@ def test_a_wake_whose_function_fails_reaches_no_one(clock, cold, monkeypatch):
     _answered_and_settled(runtime, runtime.send(QUESTION, ip=VISITOR))
     woken_calls = [s for s in runtime.served if s.kind == "call" and s.state in WOKEN]
     assert [s.cold for s in woken_calls] == [False, False, False]
+
+
+def _s1_quiet_on_every_output(runtime: LocalRuntime) -> None:
+    """An S1 that (wrongly) says quiet on a refusal too: the rule that leads to the wake
+    must not be the only thing between a refused request and S2."""
+    real = runtime._handlers["steps.origin_verify"]
+    runtime._handlers["steps.origin_verify"] = lambda event, context: {
+        **real(event, context),
+        "quiet": True,
+    }
+
+
+def test_a_refusal_that_says_quiet_is_still_refused(clock, cold):
+    runtime = cold()
+    _s1_quiet_on_every_output(runtime)
+    refused = runtime.send(QUESTION, ip=VISITOR, origin_ok=False)
+    assert refused.status == 403 and runtime.model_calls == 0
+    assert runtime.wire.counts()["lambda", "Invoke"] == 1  # S1 only: no wake, no S2
+    assert reservations(runtime) == []
+
+
+def test_naive_a_presence_only_wake_rule_lets_a_quiet_refusal_through(clock, cold, monkeypatch):
+    # The same S1 on the rule that tests `quiet` alone: the refused request is woken
+    # into S2 and on, so origin verification would rest on S1 never setting the flag.
+    from statemachine import loader
+
+    definition = loader.definition_text()
+    presence_only = definition.replace(
+        '"And": [\n            { "Variable": "$.origin.decision", "StringEquals": "allowed" },'
+        '\n            { "Variable": "$.origin.quiet", "IsPresent": true }\n          ],',
+        '"Variable": "$.origin.quiet", "IsPresent": true,',
+    )
+    assert presence_only != definition
+    monkeypatch.setattr(loader, "definition_text", lambda: presence_only)
+    runtime = cold()
+    _s1_quiet_on_every_output(runtime)
+    runtime.send(QUESTION, ip=VISITOR, origin_ok=False)
+    assert runtime.wire.counts()["lambda", "Invoke"] > 1 + 3  # S2 ran on a refused request
