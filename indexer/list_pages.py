@@ -13,12 +13,18 @@ question finds the summary instead of the page. So:
 A page is a list page by what Hugo writes: its generator meta and a feed link (Hugo gives
 its list kinds, home, section, taxonomy and term, an RSS output by default and single
 pages none: https://gohugo.io/configuration/outputs/), or, as Docsy writes no generator
-meta, Docsy's ``<body class="td-section">`` (it names the Hugo kind there).
+meta, Docsy's ``<body class="td-section">`` (it names the Hugo kind there). A list page's
+feed is its own, in its own folder (``/posts/`` links ``/posts/index.xml``); a theme that
+links the site's feed from every page links one in another folder, so a page that names its
+own address (``og:url`` or ``rel=canonical``) and links only other folders' feeds is no list,
+whatever its headings link to (a page whose section headings link to the pages they
+summarise would otherwise lose those sections, or be left out whole).
 """
 
 from __future__ import annotations
 
 import re
+from urllib.parse import urlparse
 
 from .html_reader import HtmlBlock, own_blocks, read_html
 
@@ -27,6 +33,8 @@ _Q = "[\"']?"  # minified HTML leaves attribute values unquoted
 HUGO_META = re.compile(rf"<meta\s+name={_Q}generator{_Q}\s+content={_Q}Hugo", re.I)
 _FEED = re.compile(rf"<link\s[^>]*type={_Q}application/(?:rss|atom)(?:\+|&#43;)xml", re.I)
 _BODY_CLASS = re.compile(r"<body\b[^>]*?\sclass=(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", re.I)
+_HEAD_TAG = re.compile(r"<(?:link|meta)\s[^>]*>", re.I)
+_ATTRIBUTE = re.compile(r"""([\w:-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""")
 DOCSY_MAIN = re.compile(r"class=[\"']?td-main\b")
 _DOCSY_LISTS = frozenset({"section-index", "td-blog-posts"})
 
@@ -43,7 +51,7 @@ def own_text(content: str) -> tuple[HtmlBlock, ...] | None:
     if DOCSY_MAIN.search(content) and "td-section" in body_classes(content):
         blocks = read_html(content).blocks
         own = own_blocks(read_html(content, _DOCSY_LISTS).blocks)
-    elif HUGO_META.search(head) and _FEED.search(head):
+    elif HUGO_META.search(head) and _FEED.search(head) and not _feeds_elsewhere(head):
         blocks = read_html(content).blocks
         own = own_blocks(blocks)
         # A theme may link the site's feed from every page: a post with one heading that
@@ -58,3 +66,21 @@ def own_text(content: str) -> tuple[HtmlBlock, ...] | None:
 def has_text(blocks: tuple[HtmlBlock, ...]) -> bool:
     """Whether blocks hold text, not only headings (a list page's title alone is none)."""
     return any(block.level == 0 for block in blocks)
+
+
+def _feeds_elsewhere(head: str) -> bool:
+    """Whether the page names its own address and every feed it links is in another folder."""
+    own: str | None = None
+    feeds: list[str] = []
+    for tag in _HEAD_TAG.findall(head):
+        attributes = {m[1].lower(): m[2] or m[3] or m[4] for m in _ATTRIBUTE.finditer(tag)}
+        if attributes.get("property") == "og:url" or attributes.get("rel") == "canonical":
+            own = attributes.get("content") or attributes.get("href") or own
+        elif _FEED.match(tag):
+            feeds.append(attributes.get("href", ""))
+    return own is not None and bool(feeds) and all(_folder(f) != _folder(own) for f in feeds)
+
+
+def _folder(address: str) -> str:
+    path = urlparse(address).path
+    return path[: path.rfind("/") + 1]

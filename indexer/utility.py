@@ -2,12 +2,12 @@
 
 A documentation generator writes, beside the pages of the site, pages that list or find
 the others: Sphinx's general index (``genindex.html``) and module index
-(``py-modindex.html``), the search page every generator has, the 404 page, Doxygen's
-member and file indexes, Hugo's tag and category pages, and redirect stubs left where a
-page moved. Indexed, they answer
-questions with lists of names ("Index > _ : next() ... _fail_with_undefined_error() ...")
-and outrank the page that explains the thing. The build leaves them out by default and
-says which (indexer/cli.py); ``--keep-utility-pages`` or cdk.json "chatguard/index"
+(``py-modindex.html``), the search page every generator has and the 404 page (at the
+site's root), Doxygen's member and file indexes, Hugo's tag and category pages, and
+redirect stubs left where a page moved. Indexed, they answer questions with lists of
+names ("Index > _ : next() ... _fail_with_undefined_error() ...") and outrank the page
+that explains the thing. The build leaves them out by default and says which
+(indexer/cli.py); ``--keep-utility-pages`` or cdk.json "chatguard/index"
 ``keep_utility_pages`` keeps them.
 
 A page is one by its file name where the name is the generator's convention and means
@@ -40,6 +40,10 @@ _ANY_SITE = (
     ("genindex.html", "general index"),
     ("genindex-*.html", "general index"),  # Sphinx's index split by letter
     ("*-modindex.html", "module index"),  # py-modindex.html and other domains'
+)
+# Names that are a utility page only at the site's root, where generators write them: below
+# it they are a content page's ("api/search.html" documenting a search() call).
+_SITE_ROOT = (
     ("search.html", "search page"),
     ("404.html", "404 page"),
 )
@@ -68,7 +72,11 @@ def _generator(name: str) -> re.Pattern[str]:
 
 _DOXYGEN_META = _generator("Doxygen")
 _DOCUSAURUS_META = _generator("Docusaurus")
-_REFRESH = re.compile(rf"<meta\s+http-equiv={_Q}refresh{_Q}", re.I)
+# A redirect stub names where to go ("0; url=new.html"); a refresh with no URL reloads a
+# content page (a status page's "60") and is no redirect.
+_REFRESH = re.compile(
+    rf"<meta\s+http-equiv={_Q}refresh{_Q}\s+content={_Q}[\d.]*\s*[;,]\s*url=", re.I
+)
 _HTML_CLASS = re.compile(r"<html\b[^>]*?\sclass=(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", re.I)
 # Docusaurus's page-type classes on <html> (ThemeClassNames.page in @docusaurus/theme-common)
 # for lists of other pages; a blog archive has none, so any blog page but a post is one.
@@ -86,7 +94,8 @@ def utility_kind(relative: str, content: str) -> str | None:
     if not relative.lower().endswith(HTML_SUFFIXES):
         return None
     name = PurePosixPath(relative).name.lower()
-    for pattern, kind in _ANY_SITE:
+    at_root = len(PurePosixPath(relative).parts) == 1
+    for pattern, kind in _ANY_SITE + (_SITE_ROOT if at_root else ()):
         if fnmatchcase(name, pattern):
             return kind
     head = content[:_HEAD]

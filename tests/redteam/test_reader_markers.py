@@ -1,0 +1,86 @@
+"""Red team on the reader's utility-page rules (issue 28): a content page must not be left
+out, or lose sections, because it carries a marker that utility pages also carry.
+
+Each case failed before its fix (indexer/utility.py, indexer/list_pages.py) and shows the
+earlier rule leaving the page out on the same input.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from indexer import list_pages, utility
+from indexer.pages import parse_html
+from indexer.utility import utility_kind
+
+# A Hugo single page as themes write it: generator meta, its own address, and the site's
+# feed linked from every page (not a feed of its own: single pages have none).
+HUGO_SINGLE_HEAD = (
+    '<!doctype html><html><head><meta name="generator" content="Hugo 0.120.4">'
+    '<meta property="og:url" content="https://example.org/docs/upgrading/" />'
+    '<link rel="alternate" type="application/rss+xml" href="/index.xml" title="Site" />'
+    "<title>Upgrading</title></head><body><main>"
+)
+# Its sections are headed by links to the pages they are about.
+LINKED_SECTIONS = (
+    '<h2><a href="/docs/config/">Configuration</a></h2>'
+    "<p>The key timeout_ms was renamed timeout and now takes seconds.</p>"
+    '<h2><a href="/docs/cli/">Command line</a></h2>'
+    "<p>The flag --fast is removed; use --mode=fast instead.</p></main></body></html>"
+)
+
+
+def _texts(content: str) -> str:
+    return " ".join(block.text for block in parse_html(content)[1])
+
+
+def test_a_hugo_page_with_linked_section_headings_is_indexed_whole() -> None:
+    page = HUGO_SINGLE_HEAD + "<h1>Upgrading to 2.0</h1>" + LINKED_SECTIONS
+    assert utility_kind("docs/upgrading/index.html", page) is None
+    with_intro = HUGO_SINGLE_HEAD + "<h1>Upgrading</h1><p>Read this first.</p>" + LINKED_SECTIONS
+    assert utility_kind("docs/upgrading/index.html", with_intro) is None
+    text = _texts(with_intro)
+    assert "now takes seconds" in text and "--mode=fast" in text
+
+
+def test_naive_the_site_feed_alone_made_it_a_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The rule before: any Hugo page linking a feed, with two linked headings, is a list:
+    # the page is left out whole, or with an intro indexed as the intro alone.
+    monkeypatch.setattr(list_pages, "_feeds_elsewhere", lambda head: False)
+    page = HUGO_SINGLE_HEAD + "<h1>Upgrading to 2.0</h1>" + LINKED_SECTIONS
+    assert utility_kind("docs/upgrading/index.html", page) == "list of pages"
+    with_intro = HUGO_SINGLE_HEAD + "<h1>Upgrading</h1><p>Read this first.</p>" + LINKED_SECTIONS
+    assert "now takes seconds" not in _texts(with_intro)
+
+
+@pytest.mark.parametrize(
+    ("own", "feed"),
+    [
+        ("/posts/", "/posts/index.xml"),  # Hugo Book's section
+        ("https://example.org/", "https://example.org/index.xml"),  # the home page
+        ("https://example.org/p/docs/", "/p/docs/index.xml"),  # a site under a sub-path
+    ],
+)
+def test_a_list_page_linking_its_own_feed_is_still_a_list(own: str, feed: str) -> None:
+    head = HUGO_SINGLE_HEAD.replace("https://example.org/docs/upgrading/", own)
+    page = head.replace('href="/index.xml"', f'href="{feed}"') + LINKED_SECTIONS
+    assert utility_kind("posts/index.html", page) == "list of pages"
+
+
+@pytest.mark.parametrize("relative", ["api/search.html", "errors/404.html"])
+def test_a_content_page_below_the_root_may_be_named_search_or_404(relative: str) -> None:
+    page = "<html><body><h1>search(query)</h1><p>Runs the query and returns hits.</p></body></html>"
+    assert utility_kind(relative, page) is None
+    assert utility_kind(relative.rsplit("/", 1)[1], page) is not None  # at the root: utility
+
+
+def test_naive_a_name_anywhere_left_the_content_page_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(utility, "_ANY_SITE", utility._ANY_SITE + utility._SITE_ROOT)
+    assert utility_kind("api/search.html", "<h1>search(query)</h1>") == "search page"
+
+
+def test_a_page_that_refreshes_itself_is_no_redirect() -> None:
+    status = '<html><head><meta http-equiv="refresh" content="60"></head><body><p>Up.</p>'
+    assert utility_kind("status.html", status) is None
+    moved = '<html><head><meta http-equiv="refresh" content="0; URL=\'new.html\'"></head>'
+    assert utility_kind("old.html", moved) == "redirect"
