@@ -128,8 +128,12 @@ def _hugo_taxonomy(head: str, content: str, folder: str) -> bool:
 def _doxygen_kind(name: str, parts: tuple[str, ...]) -> str | None:
     if "search" in parts[:-1]:
         return "search page"  # the search box's result frames
+    # Doxygen names a file's own pages after the file, "." written "_8" (globals.h:
+    # globals_8h.html, a content page that "globals*.html" would take for the member index;
+    # globals_8h_source.html, its source listing).
+    of_a_file = "_8" in name
     for pattern, kind in _DOXYGEN:
-        if fnmatchcase(name, pattern):
+        if fnmatchcase(name, pattern) and (kind == "source listing" or not of_a_file):
             return kind
     return None
 

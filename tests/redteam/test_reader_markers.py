@@ -7,6 +7,8 @@ earlier rule leaving the page out on the same input.
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
+
 import pytest
 
 from indexer import list_pages, utility
@@ -84,3 +86,22 @@ def test_a_page_that_refreshes_itself_is_no_redirect() -> None:
     assert utility_kind("status.html", status) is None
     moved = '<html><head><meta http-equiv="refresh" content="0; URL=\'new.html\'"></head>'
     assert utility_kind("old.html", moved) == "redirect"
+
+
+DOXYGEN_HEAD = '<html><head><meta name="generator" content="Doxygen 1.9.8"/></head>'
+
+
+@pytest.mark.parametrize("name", ["globals_8h.html", "functions_8c.html", "files_8h.html"])
+def test_a_doxygen_file_page_named_like_an_index_is_kept(name: str) -> None:
+    # The page documenting globals.h, functions.c or files.h: Doxygen writes "." as "_8".
+    page = DOXYGEN_HEAD + "<h1>globals.h File Reference</h1><p>Global state.</p>"
+    assert utility_kind(name, page) is None
+    assert utility_kind("globals_n.html", page) == "member index"  # the index itself
+    assert utility_kind(name.replace(".html", "_source.html"), page) == "source listing"
+
+
+def test_naive_the_index_name_alone_left_the_file_page_out() -> None:
+    page = DOXYGEN_HEAD + "<h1>globals.h File Reference</h1>"
+    kinds = [kind for pattern, kind in utility._DOXYGEN if fnmatchcase("globals_8h.html", pattern)]
+    assert kinds == ["member index"]  # what the name alone said before
+    assert utility_kind("globals_8h.html", page) is None
