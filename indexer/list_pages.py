@@ -50,7 +50,9 @@ def own_text(content: str) -> tuple[HtmlBlock, ...] | None:
     head = content[:_HEAD]
     if DOCSY_MAIN.search(content) and "td-section" in body_classes(content):
         blocks = read_html(content).blocks
-        own = own_blocks(read_html(content, _DOCSY_LISTS).blocks)
+        # Docsy marks the list it generates (its classes): the page's own text is the rest,
+        # whatever its headings link to.
+        own = read_html(content, _DOCSY_LISTS).blocks
     elif HUGO_META.search(head) and _FEED.search(head) and not _feeds_elsewhere(head):
         blocks = read_html(content).blocks
         own = own_blocks(blocks)

@@ -8,10 +8,12 @@ earlier rule leaving the page out on the same input.
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
+from pathlib import Path
 
 import pytest
 
 from indexer import list_pages, utility
+from indexer.html_reader import own_blocks, read_html
 from indexer.pages import parse_html
 from indexer.utility import utility_kind
 
@@ -105,3 +107,39 @@ def test_naive_the_index_name_alone_left_the_file_page_out() -> None:
     kinds = [kind for pattern, kind in utility._DOXYGEN if fnmatchcase("globals_8h.html", pattern)]
     assert kinds == ["member index"]  # what the name alone said before
     assert utility_kind("globals_8h.html", page) is None
+
+
+DOCSY_LISTS = frozenset({"section-index", "td-blog-posts"})  # list_pages.py
+DOCSY_SECTION = Path(__file__).resolve().parents[1] / "data/real_pages/docsy/docs/index.html"
+OWN_TEXT = (
+    "<p>Intro to the docs.</p>"
+    '<h2><a href="/docs/install/">Install</a></h2><p>Run pip install foo before anything.</p>'
+    '<h2><a href="/docs/run/">Run</a></h2><p>Start it with foo serve.</p>'
+)
+
+
+def _docsy_section_with_own_text() -> str:
+    """Docsy's real section page (its generated list of pages below), with text of its own
+    after the title whose headings link to the pages they introduce."""
+    page = DOCSY_SECTION.read_text(encoding="utf-8")
+    title_end = page.index("</h1>", page.index('class="td-content"')) + len("</h1>")
+    return page[:title_end] + OWN_TEXT + page[title_end:]
+
+
+def test_a_docsy_section_keeps_its_own_text_whatever_its_headings_link_to() -> None:
+    page = _docsy_section_with_own_text()
+    assert utility_kind("docs/index.html", page) is None
+    kept = [block.text for block in parse_html(page)[1]]
+    text = " ".join(kept)
+    assert "pip install foo" in text and "foo serve" in text
+    # The list Docsy generated is still left out.
+    everything = {block.text for block in read_html(page).blocks}
+    listed = everything - {block.text for block in read_html(page, DOCSY_LISTS).blocks}
+    assert listed and not listed & set(kept)
+
+
+def test_naive_dropping_linked_sections_on_docsy_cut_its_own_text() -> None:
+    # The rule before: Docsy's own text also lost every section headed by a link.
+    page = _docsy_section_with_own_text()
+    before = own_blocks(read_html(page, DOCSY_LISTS).blocks)
+    assert "pip install foo" not in " ".join(block.text for block in before)
