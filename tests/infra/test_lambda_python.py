@@ -145,3 +145,24 @@ def _load_read_only(python: str, bundle: Path, copy: Path) -> dict[str, object]:
             path.chmod(path.stat().st_mode | stat.S_IWUSR)
         copy.chmod(copy.stat().st_mode | stat.S_IWUSR)
     return loaded
+
+
+def test_apt_refuses_trixie_signed_by_a_key_it_does_not_hold_and_nothing_is_kept(
+    tmp_path, monkeypatch
+):
+    """apt's signature check is what stands between the archive and our bytecode: with a
+    keyring that lacks Debian's key, `update` fails and no interpreter is left behind (the
+    naive variant, `[trusted=yes]` or --allow-unauthenticated, would have gone on)."""
+    if shutil.which("apt-get") is None:
+        pytest.skip(f"no apt on this machine: {fetched_python.HINT}")
+    empty = tmp_path / "empty.gpg"
+    empty.write_bytes(b"")
+    monkeypatch.setattr(
+        fetched_python,
+        "SOURCE",
+        f"deb [signed-by={empty}] http://deb.debian.org/debian trixie main",
+    )
+    with pytest.raises(fetched_python.FetchError, match=r"^apt-get update .* failed: "):
+        fetched_python.ensure(tmp_path / "cache")
+    assert fetched_python.fetched(tmp_path / "cache") is None
+    assert list((tmp_path / "cache" / "lambda-python").iterdir()) == []  # staging removed
