@@ -91,6 +91,9 @@ def ensure(cache: Path | None = None) -> tuple[str, str, bool]:
     staging = Path(tempfile.mkdtemp(prefix=f"{where.name}.", dir=where.parent))
     try:
         version = _build(staging)
+        raced = fetched(cache)
+        if raced is not None:  # another fetch (a parallel test run) finished first: keep it
+            return (*raced, False)
         shutil.rmtree(where, ignore_errors=True)  # a folder without its marker: unfinished
         staging.rename(where)
     finally:

@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import stat
+import sys
 import subprocess
 from pathlib import Path
 
@@ -166,3 +167,16 @@ def test_apt_refuses_trixie_signed_by_a_key_it_does_not_hold_and_nothing_is_kept
         fetched_python.ensure(tmp_path / "cache")
     assert fetched_python.fetched(tmp_path / "cache") is None
     assert list((tmp_path / "cache" / "lambda-python").iterdir()) == []  # staging removed
+
+
+def test_without_apt_make_lambda_python_says_what_to_do_instead_and_succeeds(monkeypatch, capsys):
+    """macOS and other machines without apt: one line naming the alternatives, exit 0, so
+    `make synth` goes on and ships source only (and says so)."""
+    if sys.version_info[:2] == (3, 13):
+        pytest.skip("this interpreter is itself a 3.13: nothing to fetch")
+    monkeypatch.delenv("CHATGUARD_LAMBDA_PYTHON", raising=False)
+    monkeypatch.setenv("PATH", "")  # no apt-get, no dpkg-deb, no python3.13
+    assert fetched_python.main() == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert "no apt here" in line and "`brew install python@3.13`" in line
+    assert "CHATGUARD_LAMBDA_PYTHON" in line
