@@ -21,8 +21,8 @@ import json
 import os
 import shutil
 import stat
-import sys
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
