@@ -1,7 +1,7 @@
 """A CPython 3.13 to compile the Lambda bytecode on a machine without one (`make lambda-python`).
 
-The python3.13 runtime only uses ``cpython-313.pyc`` files, and only a CPython 3.13 writes
-them (infra/bundling.py). Debian 12, this project's own build machines, carries 3.11.
+The step Lambdas run on the python3.13 runtime ([Lambda runtimes]), whose CPython 3.13 only
+uses ``cpython-313.pyc`` files, and only a CPython 3.13 writes them (infra/bundling.py). Debian 12, this project's own build machines, carries 3.11.
 Debian 13 (trixie) carries CPython 3.13, and apt's ordinary client fetches it: a private
 apt configuration (its own source list, package lists and cache, nothing of the system's
 sources touched) runs ``apt-get update`` and ``apt-get download`` against trixie's archive.
@@ -21,6 +21,8 @@ The folder is ``lambda-python/trixie-<arch>`` in the project's cache folder
 it and an empty value turns it off: the rule docs/local.md gives for the local runtime's cache,
 restated here because infra/ never imports the local runtime),
 built in a staging folder and renamed into place, so a half-finished fetch is never found.
+
+[Lambda runtimes]: https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtimes.html
 """
 
 from __future__ import annotations
