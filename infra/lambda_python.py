@@ -1,7 +1,8 @@
 """A CPython 3.13 to compile the Lambda bytecode on a machine without one (`make lambda-python`).
 
 The step Lambdas run on the python3.13 runtime ([Lambda runtimes]), whose CPython 3.13 only
-uses ``cpython-313.pyc`` files, and only a CPython 3.13 writes them (infra/bundling.py). Debian 12, this project's own build machines, carries 3.11.
+uses ``cpython-313.pyc`` files, and only a CPython 3.13 writes them (infra/bundling.py).
+Debian 12, this project's own build machines, carries 3.11.
 Debian 13 (trixie) carries CPython 3.13, and apt's ordinary client fetches it: a private
 apt configuration (its own source list, package lists and cache, nothing of the system's
 sources touched) runs ``apt-get update`` and ``apt-get download`` against trixie's archive.
