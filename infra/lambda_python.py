@@ -106,10 +106,14 @@ def ensure(cache: Path | None = None) -> tuple[str, str, bool]:
 
 def _build(staging: Path) -> str:
     apt = _apt_options(staging / "apt")
-    _run(["apt-get", *apt, "-qq", "update"], "apt-get update (trixie's signed package lists)")
+    # --error-on=any: an unreachable archive fails here, not later as a missing package.
+    update = ["apt-get", *apt, "-qq", "--error-on=any", "update"]
+    _run(update, "apt-get update (trixie's signed package lists)")
     debs = staging / "debs"
     debs.mkdir()
-    _run(["apt-get", *apt, "-qq", "download", *PACKAGES], "apt-get download", cwd=debs)
+    # pkg/trixie: trixie's version, never the one this machine has installed.
+    wanted = [f"{package}/trixie" for package in PACKAGES]
+    _run(["apt-get", *apt, "-qq", "download", *wanted], "apt-get download", cwd=debs)
     for deb in sorted(debs.glob("*.deb")):  # unpacked into the folder itself: its usr/
         _run(["dpkg-deb", "-x", str(deb), str(staging)], f"dpkg-deb -x {deb.name}")
     shutil.rmtree(debs)
