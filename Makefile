@@ -9,13 +9,13 @@ HOST ?= 127.0.0.1
 PORT ?= 8787
 PYTEST_ARGS ?=
 
-.PHONY: help venv index run test test-calendar lint typecheck browser velocity synth synth-offline deploy clean
+.PHONY: help venv index run test test-calendar lint typecheck browser velocity lambda-python synth synth-offline deploy clean
 .PHONY: bench bench-retrieval bench-pipeline bench-reserve bench-server bench-cold bench-flood bench-cli bench-index bench-chrome
 
 help:
 	@echo "make run    - set up, build the sample index, serve chat offline on $(HOST):$(PORT)"
 	@echo "make test   - set up (venv, index, Chromium) and run every test"
-	@echo "make index | synth | synth-offline | deploy | lint | test-calendar | clean"
+	@echo "make index | synth | synth-offline | deploy | lambda-python | lint | test-calendar | clean"
 	@echo "make bench | bench-retrieval | bench-pipeline | bench-reserve | bench-server | bench-cold | bench-flood | bench-cli | bench-index | bench-chrome"
 
 venv: $(STAMP)
@@ -85,6 +85,13 @@ $(CDK): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
 
+# A CPython 3.13 for the step bundles' bytecode where the machine has none (Debian 12 has
+# 3.11): Debian trixie's, fetched with apt's own client and checks into the user's cache
+# (infra/lambda_python.py). Without apt it prints what to do instead and synthesis ships
+# source only, saying so. `synth` (so `deploy`) runs it; `synth-offline` uses it if present.
+lambda-python: $(STAMP)
+	@$(BIN)/python -m infra.lambda_python
+
 # Offline: no AWS credentials, no Docker (Lambda wheels come from PyPI via pip, cached in build/).
 # `synth` and `deploy` bundle build/knowledge exactly as the operator built it (README, step 2):
 # they never (re)build the index, so no edit of cdk.json can swap the sample index in, and
@@ -92,7 +99,7 @@ $(CDK): package.json package-lock.json
 # whatever index is there, marked as a stand-in, into its own directory: it builds the
 # sample index only when there is none, and never replaces one (not even after a cdk.json
 # edit, which is what `make index` would rebuild on), so the operator's own index survives.
-synth: $(STAMP) $(CDK)
+synth: $(STAMP) $(CDK) lambda-python
 	$(CDK_ENV) $(CDK_RUN) synth --quiet --no-notices $(CDK_ARGS)
 
 synth-offline: $(STAMP) $(CDK)

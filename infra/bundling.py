@@ -10,8 +10,10 @@ Bytecode: the zip carries ``__pycache__/*.cpython-313.pyc`` for every module, co
 finds no usable .pyc recompiles the source at every cold start; a hash-based .pyc is used
 whatever timestamps the zip gives the files). A .pyc only serves the Python version that
 wrote it, so it is compiled by a CPython 3.13 interpreter: this one if it is 3.13, else
-``python3.13`` on PATH or ``CHATGUARD_LAMBDA_PYTHON``. With none of those (Debian 12 has
-3.11) the asset ships source only and synthesis says so once: 3.11 bytecode would be
+``CHATGUARD_LAMBDA_PYTHON``, else ``python3.13`` on PATH, else Debian trixie's CPython 3.13
+that ``make lambda-python`` fetched (infra/lambda_python.py: Debian 12 has 3.11). Synthesis
+says once which one compiled the bytecode and its exact version. With none of those the
+asset ships source only and synthesis says so, with the hint: 3.11 bytecode would be
 ignored by the 3.13 runtime, and changing the runtime to match the build machine would
 lose SnapStart (Python 3.12+) and the pinned cp313 wheels.
 
@@ -40,6 +42,7 @@ import jsii
 from aws_cdk import aws_lambda as lambda_
 
 from indexer.provenance import SiteRecord, read_record
+from infra import lambda_python as fetched_python
 from infra import runtime_sdk
 from infra.index_check import REBUILD, BuiltIndex
 from steps.lib.grounding.knowledge import ARTIFACT_FILES
@@ -160,29 +163,52 @@ def build_asset(asset: StepAsset, out: Path) -> None:
         target.mkdir(parents=True, exist_ok=True)
         for name in KNOWLEDGE_FILES:
             shutil.copy2(_knowledge_file(name), target / name)
-    python = lambda_python()
+    python = lambda_interpreter()
     if python is None:
         _note_source_only()
     else:
         _note_bytecode(python)
-        compile_bytecode(out, python)
+        compile_bytecode(out, python.path)
+
+
+@dataclass(frozen=True, slots=True)
+class Interpreter:
+    """The CPython that compiles the bytecode, and how synthesis names it."""
+
+    path: str
+    version: str  # e.g. "3.13.5"
+    origin: str  # where it came from, said at synth
 
 
 def lambda_python() -> str | None:
     """A CPython of the runtime's version to compile with, or None (see the module doc)."""
+    found = lambda_interpreter()
+    return found.path if found else None
+
+
+def lambda_interpreter() -> Interpreter | None:
     return _interpreter_for(PYTHON_VERSION)
 
 
 @functools.cache
-def _interpreter_for(version: str) -> str | None:
+def _interpreter_for(version: str) -> Interpreter | None:
     if f"{sys.version_info.major}.{sys.version_info.minor}" == version:
-        return sys.executable
-    candidate = os.environ.get("CHATGUARD_LAMBDA_PYTHON") or shutil.which(f"python{version}")
-    if not candidate:
-        return None
-    code = "import sys; print(f'{sys.version_info.major}.{sys.version_info.minor}')"
-    probe = subprocess.run([candidate, "-c", code], capture_output=True, text=True, check=False)
-    return candidate if probe.stdout.strip() == version else None
+        return Interpreter(sys.executable, sys.version.split()[0], "the Python running synthesis")
+    named = os.environ.get("CHATGUARD_LAMBDA_PYTHON")
+    if named:  # the operator's choice is the only candidate: a wrong one is not overridden
+        return _probe(named, version, "named by CHATGUARD_LAMBDA_PYTHON")
+    on_path = shutil.which(f"python{version}")
+    found = _probe(on_path, version, f"python{version} on PATH") if on_path else None
+    fetched = fetched_python.fetched()
+    if found is None and fetched is not None:
+        full = fetched[1].removeprefix("Python ")
+        found = _probe(fetched[0], version, fetched_python.DESCRIPTION.format(version=full))
+    return found
+
+
+def _probe(candidate: str, version: str, origin: str) -> Interpreter | None:
+    full = fetched_python.version_of(candidate, version)
+    return Interpreter(candidate, full, origin) if full else None
 
 
 def compile_bytecode(root: Path, python: str) -> None:
@@ -197,18 +223,18 @@ def compile_bytecode(root: Path, python: str) -> None:
 def _note_source_only() -> None:
     print(
         f"chatguard: no Python {PYTHON_VERSION} here, so the step bundles ship without "
-        "bytecode (set CHATGUARD_LAMBDA_PYTHON to a python3.13 to add it); each cold start "
-        "compiles the steps from source (docs/benchmarks.md, Cold path)",
+        "bytecode and each cold start compiles the steps from source (docs/benchmarks.md, "
+        f"Cold path): {fetched_python.HINT}",
         file=sys.stderr,
     )
 
 
 @functools.cache
-def _note_bytecode(python: str) -> None:
+def _note_bytecode(python: Interpreter) -> None:
     # Said either way, so the operator knows which of the model's two cold figures applies.
     print(
-        f"chatguard: the step bundles carry bytecode compiled by Python {PYTHON_VERSION} "
-        f"({Path(python).name})",
+        f"chatguard: the step bundles carry bytecode compiled by Python {python.version} "
+        f"({python.origin})",
         file=sys.stderr,
     )
 

@@ -38,7 +38,15 @@ def figures_line(source: Figures, with_pyc: Figures, memory: Mapping[str, int]) 
             f"{mode}: **{woken:.2f} s** with the wake, {cold:.2f} s without "
             f"(goal <= {TARGETS[mode]} s: {verdict})"
         )
-    return "Cold first message after a quiet spell, " + "; ".join(parts) + "."
+    return "Cold first message after a quiet spell, " + "; ".join(parts) + ". " + WHICH_APPLIES
+
+
+# Which of the two figures a deployment gets depends on the build machine, not on AWS.
+WHICH_APPLIES = (
+    "Source only is what synthesis ships from a build machine without a CPython 3.13 (an "
+    "operator's, say); `make lambda-python`, which `make synth` runs first, turns a "
+    "Debian/Ubuntu build machine into the bytecode case, and synthesis says which applies."
+)
 
 
 def section(
