@@ -24,7 +24,7 @@ summarise would otherwise lose those sections, or be left out whole).
 from __future__ import annotations
 
 import re
-from urllib.parse import urlparse
+from urllib.parse import urljoin, urlparse
 
 from .html_reader import HtmlBlock, own_blocks, read_html
 
@@ -80,7 +80,10 @@ def _feeds_elsewhere(head: str) -> bool:
             own = attributes.get("content") or attributes.get("href") or own
         elif _FEED.match(tag):
             feeds.append(attributes.get("href", ""))
-    return own is not None and bool(feeds) and all(_folder(f) != _folder(own) for f in feeds)
+    if own is None or not feeds:
+        return False
+    # A relative href (Hugo's relativeURLs) is read from the page's own address.
+    return all(_folder(urljoin(own, feed)) != _folder(own) for feed in feeds)
 
 
 def _folder(address: str) -> str:

@@ -47,6 +47,12 @@ def test_a_hugo_page_with_linked_section_headings_is_indexed_whole() -> None:
     assert "now takes seconds" in text and "--mode=fast" in text
 
 
+@pytest.mark.parametrize("feed", ["../../index.xml", "/index.xml", "https://example.org/index.xml"])
+def test_the_site_feed_however_written_makes_no_list(feed: str) -> None:
+    page = HUGO_SINGLE_HEAD.replace('href="/index.xml"', f'href="{feed}"') + LINKED_SECTIONS
+    assert utility_kind("docs/upgrading/index.html", page) is None
+
+
 def test_naive_the_site_feed_alone_made_it_a_list(monkeypatch: pytest.MonkeyPatch) -> None:
     # The rule before: any Hugo page linking a feed, with two linked headings, is a list:
     # the page is left out whole, or with an intro indexed as the intro alone.
@@ -63,6 +69,8 @@ def test_naive_the_site_feed_alone_made_it_a_list(monkeypatch: pytest.MonkeyPatc
         ("/posts/", "/posts/index.xml"),  # Hugo Book's section
         ("https://example.org/", "https://example.org/index.xml"),  # the home page
         ("https://example.org/p/docs/", "/p/docs/index.xml"),  # a site under a sub-path
+        ("https://example.org/posts/", "index.xml"),  # relativeURLs: from the page itself
+        ("/posts/", "./index.xml"),
     ],
 )
 def test_a_list_page_linking_its_own_feed_is_still_a_list(own: str, feed: str) -> None:
