@@ -9,10 +9,11 @@ message the steps see either the exact wake payload three times (once each) or n
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from hypothesis import HealthCheck, assume, given, settings
@@ -167,14 +168,10 @@ def _shared(make_runtime: Callable[..., LocalRuntime]) -> LocalRuntime:
 # -- cost under flood ------------------------------------------------------------------
 
 
-def test_a_flood_over_new_s1_environments_wakes_three_per_message_at_most(
-    make_runtime: Callable[..., LocalRuntime],
-) -> None:
-    # The worst case for the wake's cost: every message meets a new S1 environment (Lambda
-    # scaling S1 out), all at once, so wakes and real calls share S4-S6 on the runtime's
-    # threads. Three wakes per message at most, each message answered and settled.
-    runtime = make_runtime()
-    watch = Watch(runtime)
+@contextlib.contextmanager
+def every_message_on_a_new_s1() -> Iterator[None]:
+    """Lambda scaling S1 out: each verified request meets a new S1 environment (one that has
+    seen nothing, so it finds the site quiet)."""
     original = quiet.ENVIRONMENT.quiet_then_seen
 
     def new_environment_each_time(quiet_after: float = quiet.QUIET_AFTER_SECONDS) -> bool:
@@ -183,10 +180,22 @@ def test_a_flood_over_new_s1_environments_wakes_three_per_message_at_most(
 
     quiet.ENVIRONMENT.quiet_then_seen = new_environment_each_time  # type: ignore[method-assign]
     try:
-        count = 8
-        outcomes = all_at_once(count, lambda i: runtime.send(QUESTION, ip=f"198.51.100.{i + 1}"))
+        yield
     finally:
         del quiet.ENVIRONMENT.quiet_then_seen
+
+
+def test_a_flood_over_new_s1_environments_wakes_three_per_message_at_most(
+    make_runtime: Callable[..., LocalRuntime],
+) -> None:
+    # The worst case for the wake's cost: every message meets a new S1 environment (Lambda
+    # scaling S1 out), all at once, so wakes and real calls share S4-S6 on the runtime's
+    # threads. Three wakes per message at most, each message answered and settled.
+    runtime = make_runtime()
+    watch = Watch(runtime)
+    with every_message_on_a_new_s1():
+        count = 8
+        outcomes = all_at_once(count, lambda i: runtime.send(QUESTION, ip=f"198.51.100.{i + 1}"))
     assert [o.status for o in outcomes] == [200] * count
     assert len(watch.wakes()) == 3 * count  # bounded: one per woken step per message
     assert runtime.model_calls == count and _unsettled(runtime) == []
@@ -229,3 +238,26 @@ def test_naive_an_s1_that_flags_quiet_before_it_verifies(
     quiet.ENVIRONMENT.forget()
     assert runtime.send(QUESTION, ip=VISITOR, origin_ok=False).status == 403
     assert quiet.ENVIRONMENT._last is not None
+
+
+def test_a_cold_flood_wakes_once_per_step_per_message_and_settles_every_answer(
+    make_runtime: Callable[..., LocalRuntime],
+) -> None:
+    # Every S4-S6 environment cold (the environment model: local/engine/environments.py) and
+    # every message on a new S1, all at once: each wake starts an environment that is still
+    # in its INIT when the real calls come, so calls start their own and wakes and calls
+    # race for environments. Still one wake per woken step per message (so at most one
+    # extra INIT each), every message answered, every reservation settled.
+    runtime = make_runtime()
+    for state in ("Retrieve", "Invoke", "Reconcile"):
+        runtime.cold_start(state, 2.0, pause=lambda seconds: None)
+    with every_message_on_a_new_s1():
+        count = 6
+        outcomes = all_at_once(count, lambda i: runtime.send(QUESTION, ip=f"198.51.100.{i + 1}"))
+    assert [o.status for o in outcomes] == [200] * count and _unsettled(runtime) == []
+    assert runtime.model_calls == count
+    served = runtime.served
+    for state in ("Retrieve", "Invoke", "Reconcile"):
+        kinds = [s.kind for s in served if s.state == state]
+        assert kinds.count("call") == count and kinds.count("event") == count
+        assert any(s.cold for s in served if s.state == state and s.kind == "event")
