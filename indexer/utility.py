@@ -77,6 +77,9 @@ _DOCUSAURUS_META = _generator("Docusaurus")
 _REFRESH = re.compile(
     rf"<meta\s+http-equiv={_Q}refresh{_Q}\s+content={_Q}[\d.]*\s*[;,]\s*url=", re.I
 )
+# A refresh inside <noscript> sends visitors without JavaScript elsewhere: a site may put
+# one on every page, each of which is content.
+_NOSCRIPT = re.compile(r"<noscript\b.*?</noscript\s*>", re.I | re.S)
 _HTML_CLASS = re.compile(r"<html\b[^>]*?\sclass=(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", re.I)
 # Docusaurus's page-type classes on <html> (ThemeClassNames.page in @docusaurus/theme-common)
 # for lists of other pages; a blog archive has none, so any blog page but a post is one.
@@ -99,7 +102,7 @@ def utility_kind(relative: str, content: str) -> str | None:
         if fnmatchcase(name, pattern):
             return kind
     head = content[:_HEAD]
-    if _REFRESH.search(head):
+    if _REFRESH.search(_NOSCRIPT.sub("", head)):
         return "redirect"
     parts = PurePosixPath(relative.lower()).parts
     if _hugo_taxonomy(head, content, parts[0]):

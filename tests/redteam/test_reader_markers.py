@@ -91,6 +91,14 @@ def test_naive_a_name_anywhere_left_the_content_page_out(monkeypatch: pytest.Mon
     assert utility_kind("api/search.html", "<h1>search(query)</h1>") == "search page"
 
 
+def test_a_refresh_for_visitors_without_javascript_is_no_redirect() -> None:
+    # Some sites send no-JS visitors to a fallback from every page's head.
+    head = '<noscript><meta http-equiv="refresh" content="0; url=/nojs.html"></noscript>'
+    page = f"<html><head>{head}</head><body><h1>Install</h1><p>Run it.</p></body></html>"
+    assert utility_kind("install.html", page) is None
+    assert utility_kind("install.html", page.replace("noscript", "x-noscript")) == "redirect"
+
+
 def test_a_page_that_refreshes_itself_is_no_redirect() -> None:
     status = '<html><head><meta http-equiv="refresh" content="60"></head><body><p>Up.</p>'
     assert utility_kind("status.html", status) is None
