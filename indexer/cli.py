@@ -67,8 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--keep-utility-pages",
         action="store_true",
         default=None,
-        help="also index a generator's utility pages: general and module indexes, search, "
-        "404, redirects (default: cdk.json keep_utility_pages, else left out)",
+        help="also index a generator's utility pages: general and module indexes, lists of "
+        "posts, source listings, search, 404, redirects (default: cdk.json "
+        "keep_utility_pages, else left out)",
     )
     titan = parser.add_argument_group("titan")
     titan.add_argument("--model-id", default=MODEL_ID, help="Titan model (default %(default)s)")
@@ -176,8 +177,8 @@ def summary(report: BuildReport) -> str:
     if report.utility:  # said once, with the way to keep them
         skipped.append(
             f"{len(report.utility)} utility pages left out: {_few(report.utility)}, "
-            "as a site's indexes, search, 404 and redirect pages are; --keep-utility-pages "
-            "keeps them"
+            "as a site's indexes, lists of posts, source listings, search, 404 and redirect "
+            "pages are; --keep-utility-pages keeps them"
         )
     note = f" ({'; '.join(skipped)})" if skipped else ""
     return (

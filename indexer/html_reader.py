@@ -15,10 +15,8 @@ the page does not have. It is dropped here by what it is, in this order:
 2. **What the common generators emit** where they use plain ``div``s with class names:
    Sphinx (its basic theme, Read the Docs, Alabaster), MkDocs (its Bootstrap themes and
    Material), Docusaurus, Hugo (Docsy, Book), Jekyll (minima, Just the Docs), Doxygen.
-   The Sphinx, MkDocs, Material, Hugo Book, Jekyll minima and Doxygen names were read
-   from real output (tests/data/real_pages/<generator>/ keeps pages of each, with their
-   source); the Docusaurus, Docsy and Just the Docs names come from those themes'
-   templates and are not yet checked on a built site here.
+   All were read from real output: tests/data/real_pages/<generator>/ keeps pages of
+   each, with their source.
 
 Each heading keeps the anchor the page gives it, so a link to the section lands on it:
 the heading's own ``id``; else the target of its permalink (``<a class="headerlink"
@@ -84,16 +82,21 @@ CHROME_CLASSES = frozenset(
         # Material for MkDocs
         "md-header", "md-tabs", "md-sidebar", "md-footer", "md-search", "md-source",
         "md-content__button", "md-skip", "md-top", "md-dialog", "md-banner",
-        # Docusaurus
+        # Docusaurus (its classic theme's stable ThemeClassNames; pagination-nav and
+        # hash-link are Infima's and the theme's own)
+        "theme-layout-navbar", "theme-layout-footer", "theme-announcement-bar",
         "theme-doc-sidebar-container", "pagination-nav", "theme-doc-toc-desktop",
         "theme-doc-toc-mobile", "theme-doc-breadcrumbs", "theme-doc-footer",
-        "theme-edit-this-page", "theme-last-updated", "hash-link",
-        # Hugo: Docsy and Book themes
+        "theme-doc-version-banner", "theme-doc-version-badge", "theme-blog-footer-tags-row",
+        "theme-blog-footer-edit-meta-row", "theme-pages-footer-edit-meta-row",
+        "theme-edit-this-page", "theme-last-updated", "theme-back-to-top-button", "hash-link",
+        # Hugo: Docsy (and the tags row of its blog posts) and Book themes
         "td-navbar", "td-sidebar", "td-sidebar-toc", "td-footer", "td-page-meta",
-        "td-heading-self-link", "book-menu", "book-toc", "book-header", "book-footer",
+        "td-heading-self-link", "taxonomy-terms-article", "book-menu", "book-toc",
+        "book-header", "book-footer",
         # Jekyll: minima and Just the Docs
         "site-header", "site-footer", "site-nav", "side-bar", "main-header",
-        "anchor-heading", "rss-subscribe",
+        "anchor-heading", "rss-subscribe", "skip-to-main",
         # Doxygen
         "navpath", "tabs", "tabs2", "tabs3", "navrow", "summary", "permalink", "ingroups",
         "headertitle",
@@ -101,8 +104,13 @@ CHROME_CLASSES = frozenset(
         "headerlink",
     }
 )  # fmt: skip
+# A heading of these classes titles an in-page or child-page table of contents: Just the
+# Docs writes its children list under <h2 class="text-delta">, and its docs ask authors to
+# class their "Table of contents" heading so.
+CHROME_HEADING_CLASSES = frozenset({"text-delta"})
 CHROME_IDS = frozenset(
     {
+        "markdown-toc",  # kramdown's {:toc} (Jekyll's Markdown): the page's own headings
         "searchbox", "ethical-ad-placement",  # Sphinx
         "titlearea", "main-nav", "MSearchSelectWindow", "MSearchResultsWindow", "nav-path",
         "navrow1", "navrow2", "side-nav",  # Doxygen
@@ -140,6 +148,7 @@ class HtmlBlock:
     level: int  # 1-6 for a heading, 0 for body text
     text: str  # Markdown: prose escaped (markdown_literal), list items "- ", code fenced
     anchor: str = ""  # a heading's id on the page ("" when it has none)
+    links_away: bool = False  # a heading whose text is all a link to another page
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,13 +158,31 @@ class HtmlPage:
     ids: frozenset[str]  # every fragment the page can be linked to (id and a[name])
 
 
-def read_html(content: str) -> HtmlPage:
-    reader = _Reader()
+def read_html(content: str, drop_classes: frozenset[str] = frozenset()) -> HtmlPage:
+    """The page as a reader sees it; `drop_classes` also drops the elements of those classes
+    (utility.py asks what a list page says without the list a theme generated)."""
+    reader = _Reader(drop_classes)
     reader.feed(content)
     reader.close()
     reader.end_paragraph()
     blocks = reader.main_blocks if reader.saw_main else reader.all_blocks
     return HtmlPage(" ".join(reader.title.split()), tuple(blocks), frozenset(reader.ids))
+
+
+def own_blocks(blocks: tuple[HtmlBlock, ...]) -> tuple[HtmlBlock, ...]:
+    """The blocks without the summaries of other pages: a section whose heading is only a
+    link to another page (a list page's "<h2><a href=post>Title</a></h2>" and the post's
+    summary below it, down to the next heading of its level or higher)."""
+    kept: list[HtmlBlock] = []
+    summary_level = 0  # the level of the summary being dropped (0: none)
+    for block in blocks:
+        if block.level and summary_level and block.level <= summary_level:
+            summary_level = 0
+        if block.links_away and not summary_level:
+            summary_level = block.level
+        if not summary_level:
+            kept.append(block)
+    return tuple(kept)
 
 
 def is_chrome(tag: str, attrs: dict[str, str], inside_content: bool) -> bool:
@@ -168,7 +195,10 @@ def is_chrome(tag: str, attrs: dict[str, str], inside_content: bool) -> bool:
         return True
     if attrs.get("id", "") in CHROME_IDS:
         return True
-    return not CHROME_CLASSES.isdisjoint(attrs.get("class", "").split())
+    classes = attrs.get("class", "").split()
+    if _HEADING.fullmatch(tag) and not CHROME_HEADING_CLASSES.isdisjoint(classes):
+        return True
+    return not CHROME_CLASSES.isdisjoint(classes)
 
 
 def markdown_literal(text: str) -> str:
@@ -186,8 +216,9 @@ def clean_heading(text: str) -> str:
 class _Reader(HTMLParser):
     """One pass: a stack of open elements says what is chrome and what is content."""
 
-    def __init__(self) -> None:
+    def __init__(self, drop_classes: frozenset[str] = frozenset()) -> None:
         super().__init__(convert_charrefs=True)
+        self._drop_classes = drop_classes
         self.title = ""
         self.ids: set[str] = set()
         self.all_blocks: list[HtmlBlock] = []
@@ -200,6 +231,8 @@ class _Reader(HTMLParser):
         self._in_title = False
         self._heading = 0
         self._heading_anchor = ""
+        self._heading_link_at = 0  # stack depth of an open <a href> to another page in it
+        self._heading_text = [False, False]  # text seen [outside, inside] such a link
         self._pending_id = ""  # the id of the last element opened with no text since
         self._text: list[str] = []
         self._paragraphs: list[str] = []
@@ -210,6 +243,9 @@ class _Reader(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         values = {name: value or "" for name, value in attrs}
         self._note_ids(tag, values)
+        if tag == "body" and "head" in self._stack:
+            # Minified pages (Just the Docs) omit </head>, which <body> ends implicitly.
+            del self._stack[self._stack.index("head") :]
         if tag == "title" and "body" not in self._stack:
             self._in_title = True
         if tag in _VOID:
@@ -220,7 +256,9 @@ class _Reader(HTMLParser):
         depth = len(self._stack)
         if self._skip_at:
             return
-        if is_chrome(tag, values, self._content_depth > 0):
+        if is_chrome(tag, values, self._content_depth > 0) or not self._drop_classes.isdisjoint(
+            values.get("class", "").split()
+        ):
             self._skip_at = depth
             self._take_permalink(values)
             return
@@ -256,10 +294,15 @@ class _Reader(HTMLParser):
         if self._in_title:
             self.title += data
             return
+        if data.strip() and self._heading and not self._skip_at:
+            self._heading_text[bool(self._heading_link_at)] = True
+        if data.strip() and self._stack[-1:] not in (["script"], ["style"], ["template"]):
+            # Text between an id and a heading, even chrome's (Docusaurus's sidebar and
+            # breadcrumbs between its content wrapper's id and the page's <h1>), means
+            # the id is not the heading's; a script's code is no text a reader sees.
+            self._pending_id = ""
         if self._skip_at or "head" in self._stack:
             return
-        if data.strip():
-            self._pending_id = ""
         self._text.append(data)
 
     # --- what each element does to the text --------------------------------------------
@@ -269,8 +312,12 @@ class _Reader(HTMLParser):
             self.end_paragraph()
             self._heading = int(tag[1])
             self._heading_anchor = values.get("id", "") or self._pending_id
-        elif tag == "a" and self._heading and not self._heading_anchor:
-            self._heading_anchor = values.get("id", "") or values.get("name", "")
+            self._heading_text = [False, False]
+        elif tag == "a" and self._heading:
+            if not self._heading_anchor:
+                self._heading_anchor = values.get("id", "") or values.get("name", "")
+            if values.get("href", "#")[:1] not in ("#", ""):
+                self._heading_link_at = len(self._stack)
         elif tag == "pre":
             self._close_text()
             self._pre += 1
@@ -290,9 +337,13 @@ class _Reader(HTMLParser):
         if self._heading and tag == f"h{self._heading}":
             heading = markdown_literal(clean_heading("".join(self._text)))
             self._text.clear()
+            outside, inside = self._heading_text
             if heading:
-                self._add(HtmlBlock(self._heading, heading, self._heading_anchor))
+                self._add(HtmlBlock(self._heading, heading, self._heading_anchor, inside > outside))
             self._heading, self._heading_anchor, self._pending_id = 0, "", ""
+            self._heading_link_at = 0
+        elif tag == "a" and depth == self._heading_link_at:
+            self._heading_link_at = 0
         elif tag == "pre":
             self._pre = max(self._pre - 1, 0)
             code = "".join(self._text).strip("\n")

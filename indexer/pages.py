@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from .html_reader import read_html
+from .list_pages import has_text, own_text
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 HTML_SUFFIXES = (".html", ".htm")
@@ -135,7 +136,9 @@ def parse_html(content: str) -> tuple[str, list[Block]]:
     """The page's title and blocks as a reader sees them (html_reader.py: chrome dropped,
     headings clean, each with the anchor the page gives it)."""
     page = read_html(content)
-    return page.title, [Block(b.level, b.text, b.anchor) for b in page.blocks]
+    own = own_text(content)  # a Hugo list page with text of its own: that text alone
+    blocks = own if own is not None and has_text(own) else page.blocks
+    return page.title, [Block(b.level, b.text, b.anchor) for b in blocks]
 
 
 def _title_from(relative: str) -> str:

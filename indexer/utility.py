@@ -12,7 +12,18 @@ says which (indexer/cli.py); ``--keep-utility-pages`` or cdk.json "chatguard/ind
 
 A page is one by its file name where the name is the generator's convention and means
 nothing else (``genindex.html``), or by what the page says it is (its generator's
-``<meta name="generator">``, a ``<meta http-equiv="refresh">`` redirect).
+``<meta name="generator">``, a ``<meta http-equiv="refresh">`` redirect, the page-type
+class Docusaurus puts on ``<html>``, the markup Sphinx's viewcode extension writes).
+
+Lists of other pages are left out for the same reason: a Docusaurus blog's list of posts,
+its archive, tag and author pages, a docs category's generated index, and a Hugo section's
+list of posts or pages when it has no text of its own (list_pages.py) hold the posts' and
+pages' own summaries, so a question finds the summary instead of the page.
+
+Sphinx's viewcode extension (https://www.sphinx-doc.org/en/master/usage/extensions/viewcode.html)
+writes a highlighted copy of each documented module's source under ``_modules/`` and an
+index of them: code with no prose, whose identifiers match questions word for word and
+outrank the page that explains them.
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ import re
 from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
 
+from .list_pages import DOCSY_MAIN, HUGO_META, body_classes, has_text, own_text
 from .pages import HTML_SUFFIXES
 
 # File names that are a utility page on any site (Sphinx, MkDocs, Jekyll, Docusaurus...).
@@ -47,9 +59,26 @@ _DOXYGEN = (
 # Hugo's default taxonomies: their pages list the posts that carry a tag or category.
 _HUGO_TAXONOMIES = frozenset({"tags", "categories"})
 _HEAD = 4096  # a page's <meta> tags are in its first few kilobytes
-_DOXYGEN_META = re.compile(r"<meta\s+name=[\"']generator[\"']\s+content=[\"']Doxygen", re.I)
-_REFRESH = re.compile(r"<meta\s+http-equiv=[\"']refresh[\"']", re.I)
-_HUGO_META = re.compile(r"<meta\s+name=[\"']generator[\"']\s+content=[\"']Hugo", re.I)
+_Q = "[\"']?"  # minified HTML (Docusaurus) leaves attribute values unquoted
+
+
+def _generator(name: str) -> re.Pattern[str]:
+    return re.compile(rf"<meta\s+name={_Q}generator{_Q}\s+content={_Q}{name}", re.I)
+
+
+_DOXYGEN_META = _generator("Doxygen")
+_DOCUSAURUS_META = _generator("Docusaurus")
+_REFRESH = re.compile(rf"<meta\s+http-equiv={_Q}refresh{_Q}", re.I)
+_HTML_CLASS = re.compile(r"<html\b[^>]*?\sclass=(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", re.I)
+# Docusaurus's page-type classes on <html> (ThemeClassNames.page in @docusaurus/theme-common)
+# for lists of other pages; a blog archive has none, so any blog page but a post is one.
+_DOCUSAURUS_TAG_PAGES = frozenset({"docs-tags-list-page", "docs-tags-doc-list-page"})
+# The generated index of a docs category: its CSS module's class, "<local name>_<hash>".
+_DOCUSAURUS_CATEGORY = re.compile(r"class=[\"']?generatedIndexPage_")
+# What Sphinx's viewcode extension writes around each documented object in a module's source
+# (a "[docs]" link back), and what every Sphinx page loads (for the module index page).
+_VIEWCODE = re.compile(r"class=[\"']?viewcode-(?:block|back)\b")
+_SPHINX_PAGE = re.compile(r"_static/documentation_options\.js")
 
 
 def utility_kind(relative: str, content: str) -> str | None:
@@ -64,12 +93,45 @@ def utility_kind(relative: str, content: str) -> str | None:
     if _REFRESH.search(head):
         return "redirect"
     parts = PurePosixPath(relative.lower()).parts
-    if _HUGO_META.search(head) and parts[0] in _HUGO_TAXONOMIES:
+    if _hugo_taxonomy(head, content, parts[0]):
         return "taxonomy index"
+    own = own_text(content)  # a Hugo section's list page (list_pages.py)
+    if own is not None and not has_text(own):
+        return "list of pages"  # each post's or page's summary, nothing of its own
     if _DOXYGEN_META.search(head):
-        if "search" in parts[:-1]:
-            return "search page"  # the search box's result frames
-        for pattern, kind in _DOXYGEN:
-            if fnmatchcase(name, pattern):
-                return kind
+        return _doxygen_kind(name, parts)
+    if _DOCUSAURUS_META.search(head):
+        return _docusaurus_kind(head, content)
+    if "_modules" in parts[:-1] and (_VIEWCODE.search(content) or _SPHINX_PAGE.search(head)):
+        return "source listing"  # Sphinx viewcode's fixed folder, on a page Sphinx wrote
+    return None
+
+
+def _hugo_taxonomy(head: str, content: str, folder: str) -> bool:
+    """A tag or category page: under Hugo's default taxonomy folders, or one Docsy names
+    so (its <body class> says the Hugo kind: td-taxonomy, td-term)."""
+    if HUGO_META.search(head) and folder in _HUGO_TAXONOMIES:
+        return True
+    docsy = DOCSY_MAIN.search(content) is not None
+    return docsy and not body_classes(content).isdisjoint({"td-taxonomy", "td-term"})
+
+
+def _doxygen_kind(name: str, parts: tuple[str, ...]) -> str | None:
+    if "search" in parts[:-1]:
+        return "search page"  # the search box's result frames
+    for pattern, kind in _DOXYGEN:
+        if fnmatchcase(name, pattern):
+            return kind
+    return None
+
+
+def _docusaurus_kind(head: str, content: str) -> str | None:
+    found = _HTML_CLASS.search(head)
+    classes = set("".join(found.groups(default="")).split()) if found else set()
+    if "plugin-blog" in classes and "blog-post-page" not in classes:
+        return "list of posts"  # the blog's list, archive, tag and author pages
+    if not classes.isdisjoint(_DOCUSAURUS_TAG_PAGES):
+        return "tag index"
+    if _DOCUSAURUS_CATEGORY.search(content):
+        return "category index"
     return None

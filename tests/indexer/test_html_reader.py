@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer.html_reader import HtmlBlock, markdown_literal, read_html
+from indexer.html_reader import HtmlBlock, markdown_literal, own_blocks, read_html
 from indexer.plaintext import markdown_to_text
 
 
@@ -83,3 +83,38 @@ def test_prose_escaped_for_markdown_reads_back_as_itself(text: str) -> None:
     if not line or line[0] in "-+=0123456789" or set(line) <= set("-=_*"):
         return  # list markers, setext/thematic lines: deliberately Markdown
     assert rendered == line
+
+
+def test_a_heading_that_is_only_a_link_to_another_page_is_a_summary_heading() -> None:
+    page = read_html(
+        '<h1>Posts</h1><p>What we wrote.</p>'
+        '<h2><a href="/posts/a/">Post A</a></h2><h5>May 1</h5><p>A opens so.</p>'
+        '<h3>Inside A</h3><p>More of A.</p>'
+        '<h2>Our own <a href="/about/">team</a></h2><p>Ours.</p>'
+        '<h2 id="x">Here<a class="anchor" href="#x">#</a></h2><p>Also ours.</p>'
+    )  # fmt: skip
+    away = [b.links_away for b in page.blocks if b.level]
+    assert away == [False, True, False, False, False, False]  # Posts, Post A, May 1, ...
+    own = own_blocks(page.blocks)
+    assert [b.text for b in own] == [
+        "Posts", "What we wrote.", "Our own team", "Ours.", "Here", "Also ours."
+    ]  # fmt: skip
+    assert own_blocks(own) == own
+
+
+def test_a_page_that_leaves_out_its_head_end_tag_is_still_read() -> None:
+    """HTML lets a page omit </head> (<body> ends it); minifiers do (Just the Docs' built
+    pages: tests/data/real_pages/just-the-docs). A reader that waited for </head> read
+    nothing of such a page."""
+    html = "<html><head><title>T</title><meta charset=utf-8><body><main><h1>Hi</h1><p>Text.</p>"
+    assert texts(html) == ["Hi", "Text."]
+    assert read_html(html).title == "T"
+
+
+def test_a_heading_takes_the_id_before_it_unless_text_comes_between() -> None:
+    """Visible text between (even a sidebar's, which is dropped) breaks the link between an
+    id and the heading after it; a script's code does not."""
+    chrome = '<div id="wrap"><aside>Menu</aside><main><h1>Title</h1><p>Text.</p></main></div>'
+    assert read_html(chrome).blocks[0].anchor == ""
+    script = '<section id="s"><script>var x = 1;</script><h2>Title</h2><p>Text.</p></section>'
+    assert read_html(script).blocks[0].anchor == "s"

@@ -73,3 +73,32 @@ def test_html_headings_text_and_pre_without_page_chrome() -> None:
     assert blocks[3].text == "```\n# a comment\nnmap host\n```"
     rendered = " ".join(b.text for b in blocks)
     assert "var x" not in rendered and "Home · Guides" not in rendered and "©" not in rendered
+
+
+HUGO_LIST_HEAD = (
+    '<head><meta name="generator" content="Hugo 0.111.3">'
+    '<link rel="alternate" type="application/rss+xml" href="/posts/index.xml"></head>'
+)
+
+
+def test_a_hugo_list_page_is_read_as_its_own_text_without_the_summaries() -> None:
+    body = (
+        "<main><h1>Posts</h1><p>Notes from the team.</p>"
+        '<article><h2><a href="/posts/a/">Post A</a></h2><p>A opens so.</p></article>'
+        '<article><h2><a href="/posts/b/">Post B</a></h2><p>B opens so.</p></article></main>'
+    )
+    page = parse_page("posts/index.html", HUGO_LIST_HEAD + body)
+    assert [b.text for b in page.blocks] == ["Posts", "Notes from the team."]
+    plain = parse_page("posts/index.html", body)  # not a page Hugo wrote: read whole
+    assert "A opens so." in [b.text for b in plain.blocks]
+
+
+def test_a_hugo_post_with_one_heading_that_links_elsewhere_is_read_whole() -> None:
+    """Some themes link the site's feed from every page: one linked heading on a post is
+    the post's own section, not a list of summaries."""
+    body = (
+        '<main><h1>Release</h1><p>Out now.</p><h2><a href="/download/">Download</a></h2>'
+        "<p>Get it.</p></main>"
+    )
+    page = parse_page("posts/release/index.html", HUGO_LIST_HEAD + body)
+    assert [b.text for b in page.blocks] == ["Release", "Out now.", "Download", "Get it."]

@@ -16,6 +16,15 @@ from indexer.utility import utility_kind
 
 REAL_PAGES = Path(__file__).resolve().parents[1] / "data" / "real_pages"
 DOXYGEN_HEAD = '<html><head><meta name="generator" content="Doxygen 1.8.16"/></head>'
+SPHINX_HEAD = '<html><head><script src="../_static/documentation_options.js"></script></head>'
+
+
+def docusaurus(html_class: str, body: str = "") -> str:
+    """A page head as Docusaurus minifies it: unquoted attributes, page type on <html>."""
+    return (
+        f'<!doctype html><html lang=en class="{html_class}"><head>'
+        f'<meta name=generator content="Docusaurus v3.10.2"></head><body>{body}</body></html>'
+    )
 
 
 @pytest.mark.parametrize(
@@ -31,8 +40,18 @@ DOXYGEN_HEAD = '<html><head><meta name="generator" content="Doxygen 1.8.16"/></h
         ("search/all_2.html", DOXYGEN_HEAD, "search page"),
         ("lmdb_8h_source.html", DOXYGEN_HEAD, "source listing"),
         ("tags/go/index.html", '<meta name="generator" content="Hugo 0.111.3">', "taxonomy index"),
+        ("_modules/index.html", SPHINX_HEAD, "source listing"),
+        ("_modules/pkg/mod.html", '<div class="viewcode-block" id="f">', "source listing"),
+        ("blog/index.html", docusaurus("blog-wrapper blog-list-page plugin-blog"), "list of posts"),
+        ("blog/archive/index.html", docusaurus("plugin-blog plugin-id-default"), "list of posts"),
+        ("blog/tags/x/index.html", docusaurus("blog-tags-post-list-page plugin-blog"),
+         "list of posts"),
+        ("docs/tags/x/index.html", docusaurus("plugin-docs docs-tags-doc-list-page"), "tag index"),
+        ("docs/category/x/index.html",
+         docusaurus("plugin-docs docs-doc-page", "<div class=generatedIndexPage_vN>"),
+         "category index"),
     ],
-)
+)  # fmt: skip
 def test_utility_pages_are_recognised(relative: str, content: str, kind: str) -> None:
     assert utility_kind(relative, content) == kind
 
@@ -46,8 +65,14 @@ def test_utility_pages_are_recognised(relative: str, content: str, kind: str) ->
         ("tags/go/index.html", "<h1>Go</h1>"),  # not a page Hugo wrote
         ("genindex.md", ""),  # a Markdown source is the site owner's own page
         ("guides/404-errors.html", ""),
+        ("_modules/intro.html", "<h1>Modules</h1>"),  # the folder's name, not a Sphinx page
+        ("api.html", '<a class="reference internal" href="_modules/m.html#f">'
+         '<span class="viewcode-link">[source]</span></a>'),  # a page linking to the source
+        ("blog/welcome/index.html", docusaurus("blog-wrapper blog-post-page plugin-blog")),
+        ("docs/intro/index.html", docusaurus("plugin-docs docs-doc-page docs-doc-id-intro")),
+        ("blog/index.html", '<html class="blog-list-page plugin-blog">'),  # not Docusaurus's
     ],
-)
+)  # fmt: skip
 def test_content_pages_with_such_names_are_kept(relative: str, content: str) -> None:
     assert utility_kind(relative, content) is None
 
@@ -77,3 +102,32 @@ def test_the_build_says_once_which_it_left_out_and_how_to_keep_them(
     assert main([*argv, "--keep-utility-pages"]) == 0
     out = capsys.readouterr().out
     assert "utility" not in out and "indexed 5 pages" in out
+
+
+def test_the_real_viewcode_and_docusaurus_list_pages_are_recognised() -> None:
+    """On the vendored real output, each recognition rests on what the generator wrote: the
+    same files with that markup taken out are content pages."""
+    sphinx = REAL_PAGES / "sphinx-alabaster"
+    listing = (sphinx / "_modules/requests/exceptions.html").read_text(encoding="utf-8")
+    assert utility_kind("_modules/requests/exceptions.html", listing) == "source listing"
+    plain = listing.replace("viewcode-", "x-").replace("documentation_options", "x")
+    assert utility_kind("_modules/requests/exceptions.html", plain) is None
+    index = (sphinx / "_modules/index.html").read_text(encoding="utf-8")
+    assert utility_kind("_modules/index.html", index) == "source listing"
+    blog = (REAL_PAGES / "docusaurus/blog/index.html").read_text(encoding="utf-8")
+    assert utility_kind("blog/index.html", blog) == "list of posts"
+    assert utility_kind("blog/index.html", blog.replace("Docusaurus v", "x")) is None
+
+
+def test_a_docsy_section_is_a_list_page_only_without_text_of_its_own() -> None:
+    """Docsy names the Hugo kind on <body> and writes a section's index of its pages in a
+    "section-index" element: docs/index.html has nothing else, docs/tutorial-basics/ has
+    its description too. Without Docsy's main element, the same markup is nobody's."""
+    site = REAL_PAGES / "docsy"
+    index = (site / "docs/index.html").read_text(encoding="utf-8")
+    assert utility_kind("docs/index.html", index) == "list of pages"
+    own = (site / "docs/tutorial-basics/index.html").read_text(encoding="utf-8")
+    assert "section-index" in own and utility_kind("docs/tutorial-basics/index.html", own) is None
+    tag = (site / "tags/hola/index.html").read_text(encoding="utf-8")
+    assert utility_kind("tags/hola/index.html", tag) == "taxonomy index"
+    assert utility_kind("docs/index.html", index.replace("td-main", "x")) is None
