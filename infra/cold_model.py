@@ -107,6 +107,69 @@ def cold_until(state: str, mode: Mode, memory: Mapping[str, int]) -> float:
     return steps + states_entered(state) * TRANSITION_S
 
 
+# The wake (statemachine/chat.asl.json, WakeLaterSteps): when S1 finds the site quiet, S4-S6
+# are invoked asynchronously right after it, so their INIT can run while S2 and S3 do.
+WOKEN = ("Retrieve", "Invoke", "Reconcile")
+# Assumed: from the asynchronous Invoke's answer to the event reaching the function (Lambda
+# queues it first; no AWS page gives the delay). doctor --cold measures it in its place.
+WAKE_DELIVERY_S = 0.2
+
+
+Figures = Mapping[str, Mapping[str, float]]  # per step: import, first (and warm) CPU
+
+
+def wake_timeline_of(
+    cpu_by_state: Figures, memory: Mapping[str, int], delivery_s: float = WAKE_DELIVERY_S
+) -> dict[str, dict[str, float | bool]]:
+    """Per answered step of a quiet first message with the wake: when the real call arrives
+    (from the execution's start), whether the woken environment is ready by then (the wake
+    sent at its state, + ``delivery_s`` + START + INIT), how much later the delivery could
+    come before it misses (``margin``, negative when it does) and the step's time. S1-S3 are
+    cold; a woken step is warm when ready (its first invocation without the INIT), else cold:
+    Lambda gives the real call another environment."""
+    timeline: dict[str, dict[str, float | bool]] = {}
+    sent = cold_step_of(cpu_by_state["OriginVerify"], "OriginVerify", memory["OriginVerify"])
+    sent += states_entered("WakeLaterSteps") * TRANSITION_S
+    elapsed = 0.0
+    for state in ANSWERED:
+        figures, mb = cpu_by_state[state], memory[state]
+        arrives = elapsed + states_entered(state) * TRANSITION_S
+        row: dict[str, float | bool] = {"arrives": arrives}
+        step = cold_step_of(figures, state, mb)
+        if state in WOKEN:
+            init = init_of(figures, mb)
+            ready = sent + delivery_s + init
+            row.update(init=init, margin=arrives - ready, warm=ready <= arrives)
+            if ready <= arrives:
+                step -= init
+        row["step"] = step
+        timeline[state] = row
+        elapsed += step
+    return timeline
+
+
+def cold_message_of(cpu_by_state: Figures, memory: Mapping[str, int]) -> float:
+    """A first message with every step cold, from the execution's start to its answer
+    (Bedrock excluded): the wake lost, or was not sent."""
+    steps = sum(cold_step_of(cpu_by_state[s], s, memory[s]) for s in ANSWERED)
+    return steps + states_entered("Answer") * TRANSITION_S
+
+
+def woken_message_of(
+    cpu_by_state: Figures, memory: Mapping[str, int], delivery_s: float = WAKE_DELIVERY_S
+) -> float:
+    """A quiet first message with the wake, from the execution's start to its answer."""
+    last = wake_timeline_of(cpu_by_state, memory, delivery_s)["Reconcile"]
+    to_answer = states_entered("Answer") - states_entered("Reconcile")
+    return float(last["arrives"]) + float(last["step"]) + to_answer * TRANSITION_S
+
+
+def message_seconds(mode: Mode, memory: Mapping[str, int], *, woken: bool) -> float:
+    """A quiet first message on the committed figures: every step cold, or with the wake."""
+    figures = {s: cpu(s, mode) for s in ANSWERED}
+    return woken_message_of(figures, memory) if woken else cold_message_of(figures, memory)
+
+
 # Assumed: Titan's query embedding in S4 (Bedrock's time, which the CPU figures leave out).
 EMBEDDING_WAIT_S = 0.15
 # State transitions and each Task's own Invoke round trip over a settlement (no AWS figure).

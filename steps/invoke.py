@@ -23,7 +23,7 @@ from typing import Any
 from steps.lib.money import billed_calls, metering, pricing
 from steps.lib.providers import models
 from steps.lib.request import signing
-from steps.lib.runtime import clients, init_phase, observability, secrets
+from steps.lib.runtime import clients, init_phase, observability, secrets, wake
 from steps.lib.runtime.errors import NotSent
 from steps.lib.runtime.settings import settings
 from steps.lib.text import prompt
@@ -36,6 +36,7 @@ init_phase.at_init(
 GUARDRAIL_INTERVENED = "guardrail_intervened"
 
 
+@wake.answers_wake  # the wake starts this environment and nothing else
 @observability.instrumented("Invoke")
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     reservation = event["reservation"]

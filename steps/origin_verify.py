@@ -2,6 +2,11 @@
 
 The header is compared in constant time with the current secret and, during a rotation's
 grace period, the previous one. An empty header is refused before any SSM read.
+
+An allowed request also says when the site looked quiet to this environment (``quiet:
+true``, steps/lib/runtime/quiet.py; absent otherwise): the state machine then wakes S4-S6
+while S2 and S3 run (steps/lib/runtime/wake.py). A refused request says nothing and counts
+for nothing.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import time
 from typing import Any
 
 from steps.lib.request import contract
-from steps.lib.runtime import clients, init_phase, observability, secrets
+from steps.lib.runtime import clients, init_phase, observability, quiet, secrets
 from steps.lib.runtime.errors import BadRequest
 from steps.lib.runtime.settings import Settings, settings
 
@@ -38,8 +43,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             "decision": "bad_request",
             "response": {"statusCode": 400, "body": {"error": str(exc)}},
         }
-    observability.decision("allowed")
-    return {"decision": "allowed", "request": request}
+    allowed: dict[str, Any] = {"decision": "allowed", "request": request}
+    if quiet.ENVIRONMENT.quiet_then_seen():
+        allowed["quiet"] = True  # only ever true: the state machine tests its presence
+    observability.decision("allowed", quiet="quiet" in allowed)
+    return allowed
 
 
 def _origin_ok(header: object, s: Settings) -> bool:

@@ -12,12 +12,13 @@ import time
 from typing import Any
 
 from steps.lib.money import ledger, pricing
-from steps.lib.runtime import clients, init_phase, observability
+from steps.lib.runtime import clients, init_phase, observability, wake
 from steps.lib.runtime.settings import settings
 
 init_phase.at_init(clients.dynamodb)  # INIT phase on Lambda; no-op elsewhere
 
 
+@wake.answers_wake  # the wake starts this environment and nothing else
 @observability.instrumented("Reconcile")
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     s, r = settings(), event["reservation"]

@@ -22,7 +22,7 @@ from typing import Any
 from steps.lib.grounding import preload
 from steps.lib.money import billed_calls, byte_bound, pricing
 from steps.lib.providers import models
-from steps.lib.runtime import clients, init_phase, observability
+from steps.lib.runtime import clients, init_phase, observability, wake
 from steps.lib.runtime.settings import settings
 
 init_phase.at_init(preload.retrieval_index)  # INIT phase on Lambda; no-op elsewhere
@@ -30,6 +30,7 @@ init_phase.at_init(preload.retrieval_index)  # INIT phase on Lambda; no-op elsew
 TOP_MATCHES = 5  # the question's matches, ahead of the current page (the article's top five)
 
 
+@wake.answers_wake  # the wake starts this environment and nothing else
 @observability.instrumented("Retrieve")
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     from steps.lib.grounding import (  # numpy: only the retrieval steps pay for it

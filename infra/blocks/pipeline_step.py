@@ -20,6 +20,12 @@ RUNTIME = lambda_.Runtime.PYTHON_3_13
 ARCHITECTURE = lambda_.Architecture.ARM_64
 
 
+# Asynchronous invocations of every step and alias (see `PipelineStep`): no retry, and the
+# shortest event age Lambda accepts.
+ASYNC_RETRIES = 0
+ASYNC_MAX_AGE = Duration.seconds(60)
+
+
 class PipelineStep(Construct):
     def __init__(
         self,
@@ -63,6 +69,13 @@ class PipelineStep(Construct):
             log_group=self.log_group,
             environment=dict(environment),
             reserved_concurrent_executions=reserved_concurrency,
+            # Only the wake invokes a step asynchronously (statemachine/chat.asl.json): an
+            # event that failed or waited is worth nothing later, so no retry and the shortest
+            # age Lambda allows, not the default two retries over up to six hours (Lambda
+            # guide, "Configuring error handling settings for Lambda asynchronous
+            # invocations", https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-configuring.html).
+            retry_attempts=ASYNC_RETRIES,
+            max_event_age=ASYNC_MAX_AGE,
             snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if snap_start else None,
             # With SnapStart each published version keeps a cached snapshot (billed): replaced
             # versions are deleted rather than retained.
@@ -73,7 +86,14 @@ class PipelineStep(Construct):
         # What the workflow invokes: SnapStart only applies to a published version, so with it
         # on the target is an alias of the current version; otherwise the function itself.
         self.target: lambda_.IFunction = (
-            lambda_.Alias(self, "Live", alias_name="live", version=self.function.current_version)
+            lambda_.Alias(
+                self,
+                "Live",
+                alias_name="live",
+                version=self.function.current_version,
+                retry_attempts=ASYNC_RETRIES,
+                max_event_age=ASYNC_MAX_AGE,
+            )
             if snap_start
             else self.function
         )

@@ -21,11 +21,13 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from steps.lib.runtime import quiet, wake
 from steps.lib.runtime.secrets import SecretValue, render_secret
 from steps.lib.runtime.settings import Settings
 from steps.lib.runtime.stages import STAGES, Stage
 
 from .edge import socket_address
+from .environments import Served
 from .results import LambdaContext, Outcome, decision_of, http_reply, terminal
 from .step_functions import Engine
 from .tables import create_ledger_table
@@ -93,6 +95,7 @@ class LocalRuntime:
             self._engine.start()
             self.wire.install()
             self._apply_env(self.settings)
+            quiet.ENVIRONMENT.forget()  # a fresh deployment: S1's environment is new
             self.dynamodb = self._engine.client("dynamodb")
             self.ssm = self._engine.client("ssm")
             create_ledger_table(self.dynamodb, self.settings.table_name)
@@ -173,10 +176,11 @@ class LocalRuntime:
         client = self._bedrock_client
         return None if client is None else str(client.meta.region_name)
 
-    def throttle(self, state: str, times: int = 1) -> None:
+    def throttle(self, state: str, times: int = 1, *, event: bool = False) -> None:
         """Lambda throttles the next ``times`` invocations of ``state``'s function (its
-        handler does not run), as a reduced account concurrency would."""
-        self._engine.throttle(state, times)
+        handler does not run), as a reduced account concurrency would: the synchronous
+        ones, or with ``event`` the asynchronous ones (the wake)."""
+        self._engine.throttle(state, times, event=event)
 
     def cold_start(
         self, state: str, seconds: float, pause: Callable[[float], None] = time.sleep
@@ -184,6 +188,18 @@ class LocalRuntime:
         """The next invocation of ``state``'s function first spends ``seconds`` in a new
         execution environment's INIT, through ``pause`` (tests move their pinned clock)."""
         self._engine.cold_start(state, seconds, pause)
+
+    def wake_delivery(self, seconds: float) -> None:
+        """How long an asynchronous invoke (the wake) takes to reach its function (a model's
+        assumption: AWS gives no figure)."""
+        self._engine.wake_delivery(seconds)
+
+    @property
+    def served(self) -> tuple[Served, ...]:
+        """Each invocation of a cold-started function: call or event, new environment or
+        not (local/engine/environments.py). Waits for the asynchronous ones first."""
+        self._engine.settle_events()
+        return self._engine.served
 
     # -- observation for tests, the demo and the benchmark -----------------------------
     @property
@@ -212,6 +228,8 @@ class LocalRuntime:
             invoked_function_arn=f"arn:aws:lambda:{self.region}:123456789012:function:{function_name}",
             deadline=time.monotonic() + stage.timeout_seconds,
         )
+        if wake.is_wake(event):  # part of no message: no step of any trace
+            return handler(event, context)
         request_id = str(event.get("requestId", "")) if isinstance(event, dict) else ""
         with recorder().step(request_id, stage.state) as step:
             try:

@@ -31,12 +31,23 @@ Seams into moto 5.2 (read from its source; each one is undone by `stop()`):
   ``Lambda.TooManyRequestsException`` (Step Functions guide, "Handle Lambda service
   exceptions"); moto would name any Invoke ClientError ``Exception``, so the engine answers
   with that name as the function error the ASL's ``Retry`` matches.
-- ``cold_start(state, seconds, pause)`` makes the next invocation of a Task's function spend
-  ``seconds`` before its handler runs, as a new Lambda execution environment spends its
-  INIT phase (extensions, runtime start, the handler module's import) before the first
-  invocation and outside the function timeout (Lambda guide, "Lambda execution
-  environment"). The time is spent through ``pause``: a test passes one that moves its
-  pinned clock, so the steps' run budget sees the cold start without the test sleeping.
+- ``cold_start(state, seconds, pause)`` gives a Task's function no execution environment:
+  an invocation that finds none free spends ``seconds`` before its handler runs, as a new
+  Lambda execution environment spends its INIT phase (extensions, runtime start, the
+  handler module's import) before the first invocation and outside the function timeout
+  (Lambda guide, "Lambda execution environment"). The time is spent through ``pause``: a
+  test passes one that moves its pinned clock, so the steps' run budget sees the cold
+  start without the test sleeping. Which invocation meets which environment is
+  local/engine/environments.py's model.
+- moto 5.2's Lambda integration keeps only the Invoke parameters of its own list
+  (``_SUPPORTED_API_PARAM_BINDINGS``), which lacks ``InvocationType``: the wake would run
+  as a synchronous call, blocking the path. Step Functions passes it to Lambda's Invoke
+  (Step Functions guide, "Invoke an AWS Lambda function with Step Functions": "either
+  synchronously or asynchronously"), so the engine adds it to that list.
+- An ``InvocationType: Event`` invoke (the wake, statemachine/chat.asl.json) is answered at
+  once with Lambda's 202 and no payload; the handler runs on a thread of its own, on an
+  environment of the model's choosing, and its errors reach no one (as Lambda's
+  asynchronous invocations: the caller only learns the event was queued).
 
 StartSyncExecution is not implemented by moto 5.2, so `run` starts an execution with a
 unique name and waits on the execution object (polling describe_execution over the API
@@ -50,6 +61,7 @@ waiting thread hundreds of times per execution).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import json
@@ -65,6 +77,7 @@ from statemachine import loader
 from steps.lib.runtime.stages import STAGES, Stage
 
 from . import dynamo_tx, parse_cache
+from .environments import Environments, Served
 from .wakeup import Wakeups
 
 THROTTLED = "Lambda.TooManyRequestsException"
@@ -111,40 +124,51 @@ class Engine:
         self._mock: Any = None
         self._undo: list[Callable[[], None]] = []
         self._by_function = {FUNCTION_PREFIX + s.state: s for s in STAGES}
-        self._throttled: dict[str, int] = {}
+        self._throttled: dict[tuple[str, bool], int] = {}
         self._throttle_lock = threading.Lock()
-        self._cold: dict[str, tuple[float, Callable[[float], None]]] = {}
+        self._environments = Environments()
+        self._events: list[threading.Thread] = []  # asynchronous invocations still running
+        self._events_lock = threading.Lock()  # executions invoke from their own threads
         # Woken whenever an execution of this process ends (see `_signal_endings`).
         self._ended = Wakeups()
         self.state_machine_arn = ""
 
-    def throttle(self, state: str, times: int = 1) -> None:
-        """The next ``times`` invocations of ``state``'s function are throttled by Lambda:
-        the handler does not run."""
+    def throttle(self, state: str, times: int = 1, *, event: bool = False) -> None:
+        """The next ``times`` synchronous invocations of ``state``'s function (asynchronous
+        ones with ``event``) are throttled by Lambda: the handler does not run."""
         with self._throttle_lock:
-            self._throttled[state] = self._throttled.get(state, 0) + times
+            key = (state, event)
+            self._throttled[key] = self._throttled.get(key, 0) + times
 
-    def _take_throttle(self, state: str) -> bool:
+    def _take_throttle(self, state: str, event: bool) -> bool:
         with self._throttle_lock:
-            left = self._throttled.get(state, 0)
+            left = self._throttled.get((state, event), 0)
             if left:
-                self._throttled[state] = left - 1
+                self._throttled[state, event] = left - 1
             return left > 0
 
     def cold_start(
         self, state: str, seconds: float, pause: Callable[[float], None] = time.sleep
     ) -> None:
-        """The next invocation of ``state``'s function meets a new execution environment:
-        ``pause(seconds)`` (its INIT) before the handler runs."""
-        with self._throttle_lock:
-            self._cold[state] = (seconds, pause)
+        """``state``'s function has no execution environment: an invocation that finds none
+        free starts one, ``pause(seconds)`` (its INIT) before the handler runs."""
+        self._environments.cold_start(state, seconds, pause)
 
-    def _take_cold_start(self, state: str) -> None:
-        with self._throttle_lock:
-            cold = self._cold.pop(state, None)
-        if cold is not None:
-            seconds, pause = cold
-            pause(seconds)
+    def wake_delivery(self, seconds: float) -> None:
+        """The modelled delay from an asynchronous invoke to its event reaching the function."""
+        self._environments.delivery_delay = seconds
+
+    @property
+    def served(self) -> tuple[Served, ...]:
+        """Every invocation of a cold-started function: how invoked, on which environment."""
+        return tuple(self._environments.served)
+
+    def settle_events(self) -> None:
+        """Wait for every asynchronous invocation's handler to have returned."""
+        with self._events_lock:
+            running, self._events = self._events, []
+        for thread in running:
+            thread.join()
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
@@ -169,6 +193,7 @@ class Engine:
         self.state_machine_arn = self._deploy()
 
     def stop(self) -> None:
+        self.settle_events()
         while self._undo:
             self._undo.pop()()
         if self._mock is not None:
@@ -253,25 +278,46 @@ class Engine:
         self._ended.wake_all()
 
     # -- seams -------------------------------------------------------------------------
-    def _invoke(self, function_name: str, body: bytes | None, response_headers: Any) -> bytes:
+    def _invoke(
+        self, function_name: str, body: bytes | None, response_headers: Any, event_type: bool
+    ) -> bytes:
         name = (
             function_name.rsplit(":", 1)[-1] if function_name.startswith("arn:") else function_name
         )
         stage = self._by_function.get(name)
         if stage is None:
             raise _no_such_function(function_name)
-        if self._take_throttle(stage.state):
+        if self._take_throttle(stage.state, event_type):
+            if event_type:  # Invoke answers 429 itself: Step Functions names the ClientError
+                raise _throttled()
             response_headers["x-amz-function-error"] = "Unhandled"
             throttled = {"errorType": THROTTLED, "errorMessage": "Rate Exceeded."}
             return json.dumps(throttled).encode()
-        self._take_cold_start(stage.state)  # a throttled attempt started no environment
         event = json.loads(body or b"{}")
+        if event_type:  # a throttled attempt (above) started no environment
+            self._environments.event(stage.state)
+            self._run_in_background(stage, event, name)
+            return b""
+        environment = self._environments.call(stage.state)
         try:
             result = self._dispatch(stage, event, name)
         except Exception as exc:  # the Lambda runtime's contract for an unhandled error
             response_headers["x-amz-function-error"] = "Unhandled"
             result = {"errorType": type(exc).__name__, "errorMessage": str(exc)}
+        finally:
+            self._environments.done(environment)
         return json.dumps(result).encode()
+
+    def _run_in_background(self, stage: Stage, event: dict[str, Any], name: str) -> None:
+        def run() -> None:
+            with contextlib.suppress(Exception):  # an asynchronous error reaches no caller
+                self._dispatch(stage, event, name)
+
+        thread = threading.Thread(target=run, name=f"chatguard-event-{stage.state}", daemon=True)
+        with self._events_lock:  # a long-running server keeps only the running ones
+            self._events = [t for t in self._events if t.is_alive()]
+            thread.start()  # started under the lock: a pruning never drops an unstarted one
+            self._events.append(thread)
 
     def _patch_engine(self) -> None:
         from moto.stepfunctions.parser.asl.component.common.path import result_path
@@ -283,6 +329,7 @@ class Engine:
         from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
         lambda_client = self._lambda
+        self._pass_invocation_type()
         moto_validate = StepFunctionsParserBackend._validate_definition
 
         def validate(definition: str) -> None:
@@ -310,6 +357,16 @@ class Engine:
             original = vars(owner)[name]  # the raw attribute (a staticmethod stays one)
             setattr(owner, name, replacement)
             self._undo.append(functools.partial(setattr, owner, name, original))
+
+    def _pass_invocation_type(self) -> None:
+        from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+            state_task_service_lambda,
+        )
+
+        kept: set[str] = state_task_service_lambda._SUPPORTED_API_PARAM_BINDINGS["invoke"]
+        if "InvocationType" not in kept:
+            kept.add("InvocationType")
+            self._undo.append(functools.partial(kept.discard, "InvocationType"))
 
     def _list_regions_with_botocore(self) -> None:
         """moto lists a service's Regions (when its backend is first built) through a boto3
@@ -364,23 +421,33 @@ def function_arn(region: str, name: str) -> str:
 
 class InProcessLambda:
     """The one Lambda call moto's engine makes, ``invoke(FunctionName=, Payload=)``,
-    answered in-process with what Lambda's Invoke API returns (a RequestResponse call):
+    answered in-process with what Lambda's Invoke API returns. A RequestResponse call:
     StatusCode 200, the function's JSON as a streaming Payload, and FunctionError
-    ``Unhandled`` when the function raised."""
+    ``Unhandled`` when the function raised. An Event call: StatusCode 202 and an empty
+    Payload ("The API response only includes a status code", Lambda API reference, Invoke,
+    https://docs.aws.amazon.com/lambda/latest/api/API_Invoke.html)."""
 
     def __init__(
         self,
-        invoke: Callable[[str, bytes | None, dict[str, str]], bytes],
+        invoke: Callable[[str, bytes | None, dict[str, str], bool], bytes],
         on_invoke: Callable[[], None],
     ) -> None:
         self._invoke, self._on_invoke = invoke, on_invoke
 
-    def invoke(self, *, FunctionName: str, Payload: bytes | None = None, **_: Any) -> Any:
+    def invoke(
+        self,
+        *,
+        FunctionName: str,
+        Payload: bytes | None = None,
+        InvocationType: str = "RequestResponse",
+        **_: Any,
+    ) -> Any:
         self._on_invoke()
         headers: dict[str, str] = {}
-        body = self._invoke(FunctionName, Payload, headers)
+        event_type = InvocationType == "Event"
+        body = self._invoke(FunctionName, Payload, headers, event_type)
         answer: dict[str, Any] = {
-            "StatusCode": 200,
+            "StatusCode": 202 if event_type else 200,
             "ExecutedVersion": "$LATEST",
             "Payload": io.BytesIO(body),
         }
@@ -394,6 +461,14 @@ def _no_such_function(name: str) -> Exception:
 
     error = {"Code": "ResourceNotFoundException", "Message": f"Function not found: {name}"}
     return ClientError({"Error": error, "ResponseMetadata": {"HTTPStatusCode": 404}}, "Invoke")
+
+
+def _throttled() -> Exception:
+    from botocore.exceptions import ClientError
+
+    error = {"Code": "TooManyRequestsException", "Message": "Rate Exceeded."}
+    metadata = {"HTTPStatusCode": 429, "RequestId": uuid.uuid4().hex}
+    return ClientError({"Error": error, "ResponseMetadata": metadata}, "Invoke")
 
 
 def _started_now(original: Callable[[Any], Any]) -> Callable[[Any], Any]:

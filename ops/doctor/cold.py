@@ -13,9 +13,17 @@ no AWS page gives; this measures the deployed stack's in their place:
    stack keeps in SSM, as CloudFront's header would carry it), timed by Step Functions.
 3. Each step's ``Init Duration`` and ``Duration`` from its log group's REPORT line
    ([Lambda function logs]), printed beside the model's INIT from source and with bytecode,
-   and the whole message's time beside the model's cold message (Bedrock excluded there,
-   included here). A cold message that is not answered (the run budget refusing it, or
-   anything else) is a FAIL.
+   and the whole message's time beside the model's cold message with and without the wake
+   (Bedrock excluded there, included here). A cold message that is not answered (the run
+   budget refusing it, or anything else) is a FAIL.
+4. The wake: S1's environment is new, so the message is quiet and S4-S6 are invoked
+   asynchronously first (statemachine/chat.asl.json). Each execution environment writes its
+   own log stream ([Lambda function logs]), so for each of S4-S6 the REPORT lines say
+   whether the real call ran on the woken environment (the wake's line, with an Init
+   Duration, then the real call's in the same stream, without one) or on an environment of
+   its own (the wake lost the race). The wake's invocation is the one that started first
+   (REPORT time - Duration - Init Duration); from S1's end to that start is the measured
+   delivery of the wake, printed in place of the model's assumed DELIVERY.
 
 It spends what one message spends (a Converse call of the configured maxTokens at most) and
 leaves the variable set (a later deploy removes it).
@@ -90,32 +98,95 @@ def fresh_environments(
             raise RuntimeError(f"{name} still updating after {attempts * 2} s")
 
 
+@dataclass(frozen=True, slots=True)
+class Logged:
+    """A REPORT line with where and when it was written."""
+
+    stream: str  # one per execution environment
+    at_ms: int  # the log event's timestamp: the invocation's end
+    report: Report
+
+    @property
+    def started_ms(self) -> float:
+        """When the invocation's environment began work on it (its INIT, when cold)."""
+        return self.at_ms - self.report.duration_ms - (self.report.init_ms or 0.0)
+
+
 def reports(
     logs: Any,
     groups: Mapping[str, str],
     since_ms: int,
     *,
+    want: Mapping[str, int] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     attempts: int = 30,
-) -> dict[str, Report]:
-    """Each step's first REPORT line since ``since_ms`` (log delivery lags: polled)."""
-    found: dict[str, Report] = {}
+) -> dict[str, list[Logged]]:
+    """Each step's REPORT lines since ``since_ms``, oldest first, polled until each step has
+    ``want`` of them (one by default; log delivery lags) or the attempts run out."""
+    found: dict[str, list[Logged]] = {}
+    wanted = {state: (want or {}).get(state, 1) for state in groups}
     for _ in range(attempts):
         for state, group in groups.items():
-            if state in found:
+            if len(found.get(state, ())) >= wanted[state]:
                 continue
             page = logs.filter_log_events(
                 logGroupName=group, startTime=since_ms, filterPattern='"REPORT RequestId"'
             )
+            lines = []
             for event in page.get("events", []):
                 report = parse_report(event.get("message", ""))
                 if report is not None:
-                    found[state] = report
-                    break
-        if len(found) == len(groups):
+                    at = int(event.get("timestamp", 0))
+                    lines.append(Logged(str(event.get("logStreamName", "")), at, report))
+            found[state] = sorted(lines, key=lambda logged: logged.at_ms)
+        if all(len(found.get(s, ())) >= n for s, n in wanted.items()):
             break
         sleep(5)
-    return found
+    return {state: lines for state, lines in found.items() if lines}
+
+
+@dataclass(frozen=True, slots=True)
+class Wake:
+    """What the REPORT lines of one woken step say about the wake."""
+
+    real: Report  # the real call's line, Init Duration set to its environment's INIT
+    served: bool  # the real call ran on the environment the wake started
+    gap_ms: float | None  # from S1's end to the wake's start: the measured delivery
+
+
+def wake_of(lines: list[Logged], s1_end_ms: int | None) -> Wake | None:
+    """None when the step logged one invocation only (no wake reached it)."""
+    if len(lines) < 2:
+        return None
+    ordered = sorted(lines, key=lambda logged: logged.started_ms)
+    wake, real = ordered[0], ordered[-1]
+    served = real.stream == wake.stream and real.report.init_ms is None
+    init = wake.report.init_ms if served else real.report.init_ms
+    gap = None if s1_end_ms is None else wake.started_ms - s1_end_ms
+    return Wake(Report(real.report.duration_ms, init), served, gap)
+
+
+def wake_lines(wakes: Mapping[str, Wake | None]) -> list[str]:
+    # The model's time from S1's end to the wake's start: the states entered after S1 up to
+    # and including the wake, then the assumed delivery.
+    after_s1 = cold_model.states_entered("WakeLaterSteps") - cold_model.states_entered(
+        "OriginVerify"
+    )
+    assumed = (cold_model.WAKE_DELIVERY_S + after_s1 * cold_model.TRANSITION_S) * 1000
+    lines = []
+    for state in cold_model.WOKEN:
+        wake = wakes.get(state)
+        if wake is None:
+            lines.append(f"{state}: no wake reached it (one invocation logged)")
+            continue
+        where = (
+            "served by the woken environment (its INIT off the path)"
+            if wake.served
+            else "the wake lost the race: the real call started an environment of its own"
+        )
+        gap = "" if wake.gap_ms is None else f"; the wake started {wake.gap_ms:.0f} ms after S1"
+        lines.append(f"{state}: {where}{gap} (model: {assumed:.0f} ms, DELIVERY assumed)")
+    return lines
 
 
 def send_one(stepfunctions: Any, machine_arn: str, origin_secret: str) -> dict[str, Any]:
@@ -133,9 +204,13 @@ def send_one(stepfunctions: Any, machine_arn: str, origin_secret: str) -> dict[s
 
 
 def verdict(
-    answer: Mapping[str, Any], found: Mapping[str, Report], memory: Mapping[str, int]
+    answer: Mapping[str, Any],
+    found: Mapping[str, Report],
+    memory: Mapping[str, int],
+    wakes: Mapping[str, Wake | None] | None = None,
 ) -> Check:
-    """FAIL when the cold message was not answered; CANNOT TEST when a step was not cold."""
+    """FAIL when the cold message was not answered; CANNOT TEST when a step was not cold
+    (for a woken step: when the environment that served it gave no Init Duration)."""
     seconds = (answer["stopDate"] - answer["startDate"]).total_seconds()
     output = json.loads(answer.get("output") or "{}")
     status = output.get("statusCode") if isinstance(output, dict) else None
@@ -147,10 +222,14 @@ def verdict(
         init = "-" if report is None or report.init_ms is None else f"{report.init_ms:.0f}"
         duration = "-" if report is None else f"{report.duration_ms:.0f}"
         lines.append(f"{state:<13}{init:>9}{src:>11.0f}{pyc:>11.0f}{duration:>13}")
-    model = cold_model.cold_until("Reconcile", "source", memory)
+    model = cold_model.message_seconds("source", memory, woken=False)
+    woken = cold_model.message_seconds("source", memory, woken=True)
     lines.append(
-        f"whole message {seconds:.2f} s (model, Bedrock excluded: {model:.2f} s from source)"
+        f"whole message {seconds:.2f} s (model, Bedrock excluded, from source: {woken:.2f} s "
+        f"with the wake, {model:.2f} s every step cold)"
     )
+    if wakes is not None:
+        lines += wake_lines(wakes)
     detail = "\n".join(lines)
     if answer.get("status") != "SUCCEEDED" or status != 200:
         return failed(
@@ -212,8 +291,16 @@ def check(aws: Any, *, sleep: Callable[[float], None] = time.sleep) -> Check:
     since = int(time.time() * 1000)
     answer = send_one(aws.client("stepfunctions"), stack.machine_arn, secret)
     groups = {s: stack.log_groups[s] for s in cold_model.ANSWERED}
-    found = reports(aws.client("logs"), groups, since, sleep=sleep)
-    return verdict(answer, found, stack.memory)
+    want = dict.fromkeys(cold_model.WOKEN, 2)  # the wake's invocation and the real call
+    logged = reports(aws.client("logs"), groups, since, want=want, sleep=sleep)
+    s1 = logged.get("OriginVerify")
+    s1_end = s1[0].at_ms if s1 else None
+    wakes = {s: wake_of(logged.get(s, []), s1_end) for s in cold_model.WOKEN}
+    found = {s: lines[0].report for s, lines in logged.items()}
+    for state, wake in wakes.items():
+        if wake is not None:
+            found[state] = wake.real
+    return verdict(answer, found, stack.memory, wakes)
 
 
 def command(aws: Any) -> int:

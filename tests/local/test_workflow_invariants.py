@@ -174,4 +174,9 @@ def test_self_resetting_a_new_day_is_a_new_item_with_no_job(
     # also gets its record of the shard count (SHARDS#<month>, written once).
     assert expected <= new_totals <= {tomorrow, month, f"SHARDS#{tomorrow[:7]}"}
     definition = loader.definition({p: "arn:x" for p in loader.placeholders()})
-    assert not any(s["Type"] in ("Wait", "Map", "Parallel") for s in definition["States"].values())
+    # No state that waits or repeats. The one Parallel is the wake: its branches send S4-S6 a
+    # fixed payload asynchronously and leave the execution's data alone (ResultPath null).
+    states = definition["States"]
+    assert not any(s["Type"] in ("Wait", "Map") for s in states.values())
+    assert [n for n, s in states.items() if s["Type"] == "Parallel"] == ["WakeLaterSteps"]
+    assert states["WakeLaterSteps"]["ResultPath"] is None

@@ -88,9 +88,38 @@ def test_reports_are_polled_until_every_step_has_one():
                           expected)  # fmt: skip
         found = doctor_cold.reports(logs, groups, 1000, sleep=slept.append)
         stub.assert_no_pending_responses()
-    assert found == {"Quota": doctor_cold.Report(42.0, 300.0),
-                     "Invoke": doctor_cold.Report(42.0, 700.0)}  # fmt: skip
+    assert {s: [line.report for line in lines] for s, lines in found.items()} == {
+        "Quota": [doctor_cold.Report(42.0, 300.0)], "Invoke": [doctor_cold.Report(42.0, 700.0)]
+    }  # fmt: skip
     assert slept == [5]
+
+
+def _logged(stream: str, at_ms: int, init: float | None, duration: float) -> doctor_cold.Logged:
+    return doctor_cold.Logged(stream, at_ms, doctor_cold.Report(duration, init))
+
+
+S1_END = 1_000_000  # ms: S1's REPORT line
+
+
+def test_a_real_call_in_the_woken_environments_stream_was_served_by_the_wake():
+    # The wake reached S4 250 ms after S1 ended, spent 600 ms in INIT and 1 ms answering;
+    # the real call came later to the same stream (environment), without an Init Duration.
+    wake = _logged("2026/11/29/[$LATEST]aaa", S1_END + 851, 600.0, 1.0)
+    real = _logged("2026/11/29/[$LATEST]aaa", S1_END + 1_200, None, 14.0)
+    found = doctor_cold.wake_of([real, wake], S1_END)
+    assert found == doctor_cold.Wake(doctor_cold.Report(14.0, 600.0), True, 250.0)
+
+
+def test_a_real_call_on_an_environment_of_its_own_means_the_wake_lost():
+    # Delivered late: the real call started first on its own environment; the wake started
+    # later (its start, not its end, tells which is which).
+    real = _logged("stream-real", S1_END + 1_400, 610.0, 14.0)
+    wake = _logged("stream-wake", S1_END + 1_350, 600.0, 1.0)
+    found = doctor_cold.wake_of([wake, real], S1_END)
+    assert found is not None and not found.served
+    assert found.real == doctor_cold.Report(14.0, 610.0)  # the INIT paid on the path
+    assert found.gap_ms == pytest.approx(749.0)
+    assert doctor_cold.wake_of([real], S1_END) is None  # one invocation: no wake reached it
 
 
 def test_one_message_goes_through_the_workflow_with_the_origin_secret():
@@ -164,7 +193,9 @@ class StubbedAccount:
         return self.clients[service]
 
 
-def _account(output_status: int, *, init: float | None = 300.0) -> StubbedAccount:
+def _account(
+    output_status: int, *, init: float | None = 300.0, served: bool = True
+) -> StubbedAccount:
     from steps.lib.runtime.stages import STAGES
 
     account = StubbedAccount()
@@ -202,9 +233,19 @@ def _account(output_status: int, *, init: float | None = 300.0) -> StubbedAccoun
         "executionArn": "arn:e", "startDate": START, "stopDate": START + timedelta(seconds=4),
         "status": "SUCCEEDED", "output": json.dumps({"statusCode": output_status})},
         {"stateMachineArn": "arn:machine", "input": ANY})  # fmt: skip
-    for state in cold_model.ANSWERED:
+    for at, state in enumerate(cold_model.ANSWERED):
+        events = [{"message": _report(init), "logStreamName": f"{state}-1",
+                   "timestamp": S1_END + 1000 * at}]  # fmt: skip
+        if state in cold_model.WOKEN:  # the wake's line, then the real call's in its stream
+            events = [
+                {"message": _report(init, 1.0), "logStreamName": f"{state}-1",
+                 "timestamp": S1_END + 300 + int(init or 0)},
+                {"message": _report(None if served else init),
+                 "logStreamName": f"{state}-1" if served else f"{state}-2",
+                 "timestamp": S1_END + 1000 * at},
+            ]  # fmt: skip
         account.stubs["logs"].add_response(
-            "filter_log_events", {"events": [{"message": _report(init)}]},
+            "filter_log_events", {"events": events},
             {"logGroupName": f"/logs/{state}", "startTime": ANY,
              "filterPattern": '"REPORT RequestId"'},
         )  # fmt: skip
@@ -222,3 +263,18 @@ def test_the_whole_check_on_a_stubbed_account(status, init, outcome):
     assert result.outcome == outcome, result.detail
     for stub in account.stubs.values():
         stub.assert_no_pending_responses()
+
+
+@pytest.mark.parametrize("served", [True, False])
+def test_the_whole_check_says_whether_each_woken_step_was_served_by_its_wake(served):
+    account = _account(200, served=served)
+    result = doctor_cold.check(account, sleep=lambda s: None)
+    assert result.outcome == "PASS", result.detail
+    said = "served by the woken environment" if served else "the wake lost the race"
+    for state in cold_model.WOKEN:
+        line = next(x for x in result.detail.splitlines() if x.startswith(f"{state}: "))
+        assert said in line
+        # S1's REPORT at S1_END; the wake's at +300 + INIT 300 + 1 ms, so it started 299 ms
+        # after S1 ended: printed beside the model's (its Choice and wake states at 20 ms
+        # each, then the assumed 200 ms delivery).
+        assert "the wake started 299 ms after S1" in line and "(model: 240 ms" in line
