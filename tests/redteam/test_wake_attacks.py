@@ -105,14 +105,29 @@ BODIES = st.one_of(
 )
 
 
+# What a client can send as X-Origin-Verify without the secret: near misses of it included.
+FORGED: dict[str, Callable[[str], str]] = {
+    "none": lambda secret: "",
+    "space after": lambda secret: secret + " ",
+    "space before": lambda secret: " " + secret,
+    "one short": lambda secret: secret[:-1],
+    "nul after": lambda secret: secret + "\u0000",
+    "accent": lambda secret: "\u00e9" + secret[1:],
+    "the wake": lambda secret: WAKE_TEXT,
+}
+
+
 @settings(
     max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(body=BODIES, origin_ok=st.sampled_from([True, True, True, False]))
+@given(
+    body=BODIES,
+    origin=st.sampled_from(["CloudFront"] * 3 + sorted(FORGED)),
+)
 def test_no_client_input_makes_a_real_call_a_wake_or_skips_the_ledger(
-    make_runtime: Callable[..., LocalRuntime], body: Any, origin_ok: bool
+    make_runtime: Callable[..., LocalRuntime], body: Any, origin: str
 ) -> None:
     # The edge's WAF blocks a body past what it inspects (infra/blocks/edge_firewall.py), far
     # below Step Functions' 256 KB state limit: no larger body reaches the workflow.
@@ -121,8 +136,13 @@ def test_no_client_input_makes_a_real_call_a_wake_or_skips_the_ledger(
     watch = Watch(runtime)
     quiet.ENVIRONMENT.forget()  # every request meets a new S1 environment: it may wake
     items, model_calls = runtime.ledger_items(), runtime.model_calls
-    outcome = runtime.send(body, ip=VISITOR, origin_ok=origin_ok)
+    if origin == "CloudFront":
+        outcome = runtime.send(body, ip=VISITOR)
+    else:
+        forged = {"X-Origin-Verify": FORGED[origin](runtime.origin_secret)}
+        outcome = runtime.send(body, ip=VISITOR, origin_ok=False, headers=forged)
     [s1] = watch.s1
+    assert origin == "CloudFront" or s1["decision"] == "forbidden"
     DECISIONS.append(s1["decision"])
     STATUSES.append(outcome.status)
     wakes = watch.wakes()
