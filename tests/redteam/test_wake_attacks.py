@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -168,7 +169,10 @@ STATUSES: list[int] = []
 
 
 def test_the_bodies_reach_every_decision_of_s1() -> None:
-    # Run after the property: its examples were allowed, refused and bad, not one kind only.
+    # Run after the property (file order): its examples were allowed, refused and bad, and
+    # some answered, not one kind only.
+    if not DECISIONS:
+        pytest.skip("reads what the property test above saw: run the file, not this alone")
     assert {"allowed", "forbidden", "bad_request"} <= set(DECISIONS)
     assert 200 in STATUSES  # and some were answered: the ledger and the model were reached
 
