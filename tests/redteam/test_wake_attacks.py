@@ -177,16 +177,16 @@ def test_the_bodies_reach_every_decision_of_s1() -> None:
     assert 200 in STATUSES  # and some were answered: the ledger and the model were reached
 
 
-_RUNTIMES: dict[int, LocalRuntime] = {}
+_SHARED: list[tuple[Callable[..., LocalRuntime], LocalRuntime]] = []
 
 
 def _shared(make_runtime: Callable[..., LocalRuntime]) -> LocalRuntime:
-    """One runtime for every example of a test (make_runtime closes it after the test)."""
-    key = id(make_runtime)
-    if key not in _RUNTIMES:
-        _RUNTIMES.clear()
-        _RUNTIMES[key] = make_runtime()
-    return _RUNTIMES[key]
+    """One runtime for every example of a test (make_runtime closes it after the test). The
+    fixture is kept beside its runtime and compared by identity: a later test's fixture is
+    another object, so it never gets a runtime already closed."""
+    if not _SHARED or _SHARED[0][0] is not make_runtime:
+        _SHARED[:] = [(make_runtime, make_runtime())]
+    return _SHARED[0][1]
 
 
 # -- cost under flood ------------------------------------------------------------------
