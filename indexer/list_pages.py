@@ -35,7 +35,10 @@ _FEED = re.compile(rf"<link\s[^>]*type={_Q}application/(?:rss|atom)(?:\+|&#43;)x
 _BODY_CLASS = re.compile(r"<body\b[^>]*?\sclass=(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", re.I)
 _HEAD_TAG = re.compile(r"<(?:link|meta)\s[^>]*>", re.I)
 _ATTRIBUTE = re.compile(r"""([\w:-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""")
-DOCSY_MAIN = re.compile(r"class=[\"']?td-main\b")
+# A class attribute inside a tag: HTML text needs no escaping for "=", so a page's prose
+# may say "class=td-main" and must not be read as markup.
+IN_A_TAG = r"<[a-zA-Z][^<>]*\s"  # a tag's name and any attributes before the one sought
+DOCSY_MAIN = re.compile(rf"{IN_A_TAG}class=[\"']?td-main\b")
 _DOCSY_LISTS = frozenset({"section-index", "td-blog-posts"})
 
 

@@ -32,7 +32,7 @@ import re
 from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
 
-from .list_pages import DOCSY_MAIN, HUGO_META, body_classes, has_text, own_text
+from .list_pages import DOCSY_MAIN, HUGO_META, IN_A_TAG, body_classes, has_text, own_text
 from .pages import HTML_SUFFIXES
 
 # File names that are a utility page on any site (Sphinx, MkDocs, Jekyll, Docusaurus...).
@@ -85,10 +85,10 @@ _HTML_CLASS = re.compile(r"<html\b[^>]*?\sclass=(?:\"([^\"]*)\"|'([^']*)'|([^\s>
 # for lists of other pages; a blog archive has none, so any blog page but a post is one.
 _DOCUSAURUS_TAG_PAGES = frozenset({"docs-tags-list-page", "docs-tags-doc-list-page"})
 # The generated index of a docs category: its CSS module's class, "<local name>_<hash>".
-_DOCUSAURUS_CATEGORY = re.compile(r"class=[\"']?generatedIndexPage_")
+_DOCUSAURUS_CATEGORY = re.compile(rf"{IN_A_TAG}class=[\"']?generatedIndexPage_")
 # What Sphinx's viewcode extension writes around each documented object in a module's source
 # (a "[docs]" link back), and what every Sphinx page loads (for the module index page).
-_VIEWCODE = re.compile(r"class=[\"']?viewcode-(?:block|back)\b")
+_VIEWCODE = re.compile(rf"{IN_A_TAG}class=[\"']?viewcode-(?:block|back)\b")
 _SPHINX_PAGE = re.compile(r"_static/documentation_options\.js")
 
 

@@ -8,10 +8,11 @@ at the top of the body, where the rules that read a page's first kilobytes look.
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from indexer.utility import utility_kind
@@ -65,6 +66,29 @@ def test_markup_quoted_as_text_makes_no_utility_page(
     if short_head:  # the body within the first kilobytes, where the head-only rules read
         page = "<html><head><title>t</title></head>" + page[page.index("<body") :]
     assert utility_kind(relative, _quoted(page, markers)) is None
+
+
+# Class names written in prose: HTML text needs no escaping for "=", so they reach the
+# rules as they are.
+PROSE = ("class=generatedIndexPage_vN", "class=viewcode-block", "class=td-main")
+
+
+@settings(max_examples=30, deadline=None)
+@given(relative=st.sampled_from(CONTENT_PAGES), words=st.lists(st.sampled_from(PROSE), min_size=1))
+@example(relative="docusaurus/index.html", words=[PROSE[0]])  # was a "category index"
+def test_class_names_in_prose_make_no_utility_page(relative: str, words: list[str]) -> None:
+    page = (REAL_PAGES / relative).read_text(encoding="utf-8")
+    at = page.index(">", page.index("<body")) + 1
+    prose = f"<p>Set {' or '.join(words)} on the element.</p>"
+    assert utility_kind(relative, page[:at] + prose + page[at:]) is None
+
+
+def test_naive_a_class_name_anywhere_took_prose_for_markup() -> None:
+    # The rule before, on Docusaurus's real home page with the class named in a sentence.
+    before = re.compile(r"class=[\"']?generatedIndexPage_")
+    page = (REAL_PAGES / "docusaurus/index.html").read_text(encoding="utf-8")
+    assert before.search(page) is None
+    assert before.search(page.replace("<body", "<p>Set class=generatedIndexPage_vN.</p><body"))
 
 
 def test_naive_the_same_markup_unescaped_is_read_as_markup() -> None:
