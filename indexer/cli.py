@@ -187,10 +187,21 @@ def summary(report: BuildReport) -> str:
     )
 
 
-def _few(names: tuple[str, ...], limit: int = 5) -> str:
-    return ", ".join(names[:limit]) + (
-        f", and {len(names) - limit} more" if len(names) > limit else ""
-    )
+def _few(names: tuple[str, ...], group_at: int = 3) -> str:
+    """Every page named, or its folder: a folder with ``group_at`` or more pages left out
+    (viewcode's one source page per module, Hugo's tag pages) is said once with its count,
+    so a page left out elsewhere is never hidden behind "and N more"."""
+    by_folder: dict[str, list[str]] = {}
+    for name in names:
+        folder, _, _ = name.rpartition("/")
+        by_folder.setdefault(folder, []).append(name)
+    said: list[str] = []
+    for folder, pages in by_folder.items():
+        if folder and len(pages) >= group_at:
+            said.append(f"{len(pages)} under {folder}/")
+        else:
+            said.extend(pages)
+    return ", ".join(said)
 
 
 def shown(path: Path) -> str:

@@ -2,17 +2,14 @@
 page, the build's one summary line is the only place that says so. Does it name the page?
 
 It does when few pages are left out. Among many (a Sphinx site with viewcode leaves out one
-page per documented module) it names five and counts the rest, so a content page taken for
-a utility page is not named anywhere (the artifact does not list them either). The fix is
-in indexer/cli.py, outside the red team's area: the second test is a strict xfail that
-fails as soon as the summary names every such page, to be turned into a plain test then.
+page per documented module) it used to name five and count the rest, so a content page
+taken for a utility page was named nowhere. Now every page is named or its folder is, with
+its count, when three or more of the folder's pages are left out.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import pytest
 
 from indexer.build import BuildReport
 from indexer.cli import summary
@@ -32,8 +29,16 @@ def test_a_page_left_out_among_few_is_named() -> None:
     assert CONTENT_PAGE in line and "3 utility pages left out" in line
 
 
-@pytest.mark.xfail(strict=True, reason="the summary names five and counts the rest")
 def test_a_page_left_out_among_many_is_named() -> None:
     sources = tuple(f"_modules/pkg/module{i:02}.html" for i in range(12))
     line = summary(_report((*sources, CONTENT_PAGE)))
-    assert CONTENT_PAGE in line
+    assert CONTENT_PAGE in line and "12 under _modules/pkg/" in line
+    assert "13 utility pages left out" in line
+
+
+def test_naive_five_then_a_count_hides_the_page() -> None:
+    # The previous summary's rule on the same report: the content page is past the five.
+    sources = tuple(f"_modules/pkg/module{i:02}.html" for i in range(12))
+    names = (*sources, CONTENT_PAGE)
+    naive = ", ".join(names[:5]) + f", and {len(names) - 5} more"
+    assert CONTENT_PAGE not in naive
