@@ -35,6 +35,7 @@ import numpy as np
 
 from ..runtime.errors import ChatguardError
 
+TELEMETRY_SWITCH = "ORT_DISABLE_TELEMETRY"  # read by onnxruntime when it starts
 MODEL_NAME = "minilm-l6-v2-int8"  # bump it whenever the model's vectors change
 DIMENSIONS = 384
 # Where a text is cut, in word pieces. The model was trained at 256 (its max_seq_length);
@@ -123,6 +124,10 @@ class LocalEmbedder:
         threads: int = 1,
         max_tokens: int = MAX_TOKENS,
     ) -> None:
+        # onnxruntime 1.32 starts a telemetry client with the runtime's environment: it
+        # writes a device id under ~/.cache/Microsoft (and would report usage) unless told
+        # not to before the import. Nobody's visitors or build machine should carry that.
+        os.environ.setdefault(TELEMETRY_SWITCH, "1")
         # Imported here: only the processes that embed locally pay for onnxruntime.
         import onnxruntime
         from tokenizers import Tokenizer

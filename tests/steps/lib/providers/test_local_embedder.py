@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from steps.lib.providers import models
+from steps.lib.providers import local_embedder, models
 from steps.lib.providers.hashing_embedder import HashingEmbedder
 from steps.lib.providers.local_embedder import (
     DIMENSIONS,
@@ -223,3 +223,42 @@ def test_an_index_of_the_local_model_ranks_with_its_own_lexical_weight(tmp_path:
             + retrieval.page_parts(kb, cosine, head, best)
         )
         assert np.allclose(retrieval.scores(kb, vector, "budgets"), expected)
+
+
+def _embed_in_a_fresh_home(tmp_path: Path, script: str) -> list[str]:
+    """Run ``script`` in a new interpreter whose home is empty and whose environment says
+    nothing of onnxruntime's telemetry; what it left in that home."""
+    import os
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    home.mkdir()
+    drop = ("XDG_CACHE_HOME", local_embedder.TELEMETRY_SWITCH)
+    env = {k: v for k, v in os.environ.items() if k not in drop} | {"HOME": str(home)}
+    root = Path(local_embedder.__file__).resolve().parents[3]
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return sorted(str(p.relative_to(home)) for p in home.rglob("*"))
+
+
+def test_the_embedder_leaves_no_telemetry_in_the_home(tmp_path: Path) -> None:
+    script = (
+        "from steps.lib.providers.local_embedder import LocalEmbedder\n"
+        "print(LocalEmbedder().embed(['hello']).shape)\n"
+    )
+    assert _embed_in_a_fresh_home(tmp_path, script) == []
+
+
+def test_naive_onnxruntime_as_it_starts_writes_a_device_id(tmp_path: Path) -> None:
+    # The same model through onnxruntime with its defaults: a telemetry device id appears.
+    script = (
+        "import onnxruntime\n"
+        "from steps.lib.providers.local_embedder import weights_file\n"
+        "onnxruntime.InferenceSession(str(weights_file()), providers=['CPUExecutionProvider'])\n"
+    )
+    left = _embed_in_a_fresh_home(tmp_path, script)
+    assert any("onnxruntime" in name for name in left), left
