@@ -26,13 +26,25 @@ from __future__ import annotations
 import re
 from urllib.parse import urljoin, urlparse
 
-from .html_reader import HtmlBlock, own_blocks, read_html
+from .html_reader import HtmlBlock, HtmlPage, own_blocks, read_html
 
-_HEAD = 4096  # a page's <meta> and <link> tags are in its first few kilobytes
-_Q = "[\"']?"  # minified HTML leaves attribute values unquoted
-HUGO_META = re.compile(rf"<meta\s+name={_Q}generator{_Q}\s+content={_Q}Hugo", re.I)
+HEAD = 4096  # a page's <meta> and <link> tags are in its first few kilobytes
+_Q = "[\"']?"  # minified HTML (Docusaurus) leaves attribute values unquoted
+
+
+def generator_meta(name: str) -> re.Pattern[str]:
+    """The ``<meta name="generator">`` a generator writes into each of its pages."""
+    return re.compile(rf"<meta\s+name={_Q}generator{_Q}\s+content={_Q}{name}", re.I)
+
+
+def tag_classes(tag: str, content: str) -> set[str]:
+    """The classes of the first ``<tag>`` of a page (a theme names the page's kind there)."""
+    found = re.search(rf"<{tag}\b[^>]*?\sclass=(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", content, re.I)
+    return set("".join(found.groups(default="")).split()) if found else set()
+
+
+HUGO_META = generator_meta("Hugo")
 _FEED = re.compile(rf"<link\s[^>]*type={_Q}application/(?:rss|atom)(?:\+|&#43;)xml", re.I)
-_BODY_CLASS = re.compile(r"<body\b[^>]*?\sclass=(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", re.I)
 _HEAD_TAG = re.compile(r"<(?:link|meta)\s[^>]*>", re.I)
 _ATTRIBUTE = re.compile(r"""([\w:-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""")
 # A class attribute inside a tag: HTML text needs no escaping for "=", so a page's prose
@@ -42,22 +54,18 @@ DOCSY_MAIN = re.compile(rf"{IN_A_TAG}class=[\"']?td-main\b")
 _DOCSY_LISTS = frozenset({"section-index", "td-blog-posts"})
 
 
-def body_classes(content: str) -> set[str]:
-    found = _BODY_CLASS.search(content)
-    return set("".join(found.groups(default="")).split()) if found else set()
-
-
-def own_text(content: str) -> tuple[HtmlBlock, ...] | None:
+def own_text(content: str, page: HtmlPage | None = None) -> tuple[HtmlBlock, ...] | None:
     """A Hugo list page's blocks without its list of other pages; None when the page is
-    not a list page or lists nothing (then it is read as any page)."""
-    head = content[:_HEAD]
-    if DOCSY_MAIN.search(content) and "td-section" in body_classes(content):
-        blocks = read_html(content).blocks
+    not a list page or lists nothing (then it is read as any page). ``page``: the page as
+    read_html already read it, when the caller has it."""
+    head = content[:HEAD]
+    if DOCSY_MAIN.search(content) and "td-section" in tag_classes("body", content):
+        blocks = (page or read_html(content)).blocks
         # Docsy marks the list it generates (its classes): the page's own text is the rest,
         # whatever its headings link to.
         own = read_html(content, _DOCSY_LISTS).blocks
     elif HUGO_META.search(head) and _FEED.search(head) and not _feeds_elsewhere(head):
-        blocks = read_html(content).blocks
+        blocks = (page or read_html(content)).blocks
         own = own_blocks(blocks)
         # A theme may link the site's feed from every page: a post with one heading that
         # links elsewhere is no list.

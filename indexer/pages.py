@@ -136,7 +136,7 @@ def parse_html(content: str) -> tuple[str, list[Block]]:
     """The page's title and blocks as a reader sees them (html_reader.py: chrome dropped,
     headings clean, each with the anchor the page gives it)."""
     page = read_html(content)
-    own = own_text(content)  # a Hugo list page with text of its own: that text alone
+    own = own_text(content, page)  # a Hugo list page with text of its own: that text alone
     blocks = own if own is not None and has_text(own) else page.blocks
     return page.title, [Block(b.level, b.text, b.anchor) for b in blocks]
 

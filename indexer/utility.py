@@ -32,7 +32,16 @@ import re
 from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
 
-from .list_pages import DOCSY_MAIN, HUGO_META, IN_A_TAG, body_classes, has_text, own_text
+from .list_pages import (
+    DOCSY_MAIN,
+    HEAD,
+    HUGO_META,
+    IN_A_TAG,
+    generator_meta,
+    has_text,
+    own_text,
+    tag_classes,
+)
 from .pages import HTML_SUFFIXES
 
 # File names that are a utility page on any site (Sphinx, MkDocs, Jekyll, Docusaurus...).
@@ -62,16 +71,9 @@ _DOXYGEN = (
 )
 # Hugo's default taxonomies: their pages list the posts that carry a tag or category.
 _HUGO_TAXONOMIES = frozenset({"tags", "categories"})
-_HEAD = 4096  # a page's <meta> tags are in its first few kilobytes
 _Q = "[\"']?"  # minified HTML (Docusaurus) leaves attribute values unquoted
-
-
-def _generator(name: str) -> re.Pattern[str]:
-    return re.compile(rf"<meta\s+name={_Q}generator{_Q}\s+content={_Q}{name}", re.I)
-
-
-_DOXYGEN_META = _generator("Doxygen")
-_DOCUSAURUS_META = _generator("Docusaurus")
+_DOXYGEN_META = generator_meta("Doxygen")
+_DOCUSAURUS_META = generator_meta("Docusaurus")
 # A redirect stub names where to go ("0; url=new.html"); a refresh with no URL reloads a
 # content page (a status page's "60") and is no redirect.
 _REFRESH = re.compile(
@@ -80,7 +82,6 @@ _REFRESH = re.compile(
 # A refresh inside <noscript> sends visitors without JavaScript elsewhere: a site may put
 # one on every page, each of which is content.
 _NOSCRIPT = re.compile(r"<noscript\b.*?</noscript\s*>", re.I | re.S)
-_HTML_CLASS = re.compile(r"<html\b[^>]*?\sclass=(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", re.I)
 # Docusaurus's page-type classes on <html> (ThemeClassNames.page in @docusaurus/theme-common)
 # for lists of other pages; a blog archive has none, so any blog page but a post is one.
 _DOCUSAURUS_TAG_PAGES = frozenset({"docs-tags-list-page", "docs-tags-doc-list-page"})
@@ -101,7 +102,7 @@ def utility_kind(relative: str, content: str) -> str | None:
     for pattern, kind in _ANY_SITE + (_SITE_ROOT if at_root else ()):
         if fnmatchcase(name, pattern):
             return kind
-    head = content[:_HEAD]
+    head = content[:HEAD]
     if _REFRESH.search(_NOSCRIPT.sub("", head)):
         return "redirect"
     parts = PurePosixPath(relative.lower()).parts
@@ -125,7 +126,7 @@ def _hugo_taxonomy(head: str, content: str, folder: str) -> bool:
     if HUGO_META.search(head) and folder in _HUGO_TAXONOMIES:
         return True
     docsy = DOCSY_MAIN.search(content) is not None
-    return docsy and not body_classes(content).isdisjoint({"td-taxonomy", "td-term"})
+    return docsy and not tag_classes("body", content).isdisjoint({"td-taxonomy", "td-term"})
 
 
 def _doxygen_kind(name: str, parts: tuple[str, ...]) -> str | None:
@@ -142,8 +143,7 @@ def _doxygen_kind(name: str, parts: tuple[str, ...]) -> str | None:
 
 
 def _docusaurus_kind(head: str, content: str) -> str | None:
-    found = _HTML_CLASS.search(head)
-    classes = set("".join(found.groups(default="")).split()) if found else set()
+    classes = tag_classes("html", head)
     if "plugin-blog" in classes and "blog-post-page" not in classes:
         return "list of posts"  # the blog's list, archive, tag and author pages
     if not classes.isdisjoint(_DOCUSAURUS_TAG_PAGES):
