@@ -225,17 +225,25 @@ def test_an_index_of_the_local_model_ranks_with_its_own_lexical_weight(tmp_path:
         assert np.allclose(retrieval.scores(kb, vector, "budgets"), expected)
 
 
+# What a Lambda environment (or a visitor's laptop) carries into the interpreter. An
+# allow-list, not a deny-list: onnxruntime switches its telemetry off by itself when any CI
+# system's variable is set (CI, GITHUB_ACTIONS, GITLAB_CI, JENKINS_URL, CODEBUILD_BUILD_ID,
+# ... read from its library), so inheriting the runner's environment would hide the very
+# default these tests are about (the CI run of 2026-12-03 saw no device id for that reason).
+_CARRIED = ("PATH", "LANG", "LC_ALL", "TZ", "LD_PRELOAD", "FAKETIME", "FAKETIME_DONT_RESET")
+
+
 def _embed_in_a_fresh_home(tmp_path: Path, script: str) -> list[str]:
-    """Run ``script`` in a new interpreter whose home is empty and whose environment says
-    nothing of onnxruntime's telemetry; what it left in that home."""
+    """Run ``script`` in a new interpreter whose home is empty and whose environment carries
+    only ``_CARRIED``: nothing of onnxruntime's telemetry, no CI variable, no cache home;
+    what it left in that home."""
     import os
     import subprocess
     import sys
 
     home = tmp_path / "home"
     home.mkdir()
-    drop = ("XDG_CACHE_HOME", local_embedder.TELEMETRY_SWITCH)
-    env = {k: v for k, v in os.environ.items() if k not in drop} | {"HOME": str(home)}
+    env = {k: v for k, v in os.environ.items() if k in _CARRIED} | {"HOME": str(home)}
     root = Path(local_embedder.__file__).resolve().parents[3]
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True,
