@@ -124,16 +124,21 @@ class TokenMaxSim:
         self.model = LocalEmbedder(max_tokens=max_tokens)
         self.states: dict[str, np.ndarray] = {}
 
+    def hidden(self, text: str) -> np.ndarray:
+        """MiniLM's last hidden state, one row per word piece ([CLS] and [SEP] included)."""
+        ids = np.asarray([self.model._tokenizer.encode(text).ids], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+        feed["token_type_ids"] = np.zeros_like(ids)
+        (out,) = self.model._session.run(
+            ["last_hidden_state"], {k: v for k, v in feed.items() if k in self.model._inputs}
+        )
+        rows: np.ndarray = out[0]
+        return rows
+
     def tokens(self, text: str) -> np.ndarray:
         if text not in self.states:
-            encoding = self.model._tokenizer.encode(text)
-            ids = np.asarray([encoding.ids], dtype=np.int64)
-            feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
-            feed["token_type_ids"] = np.zeros_like(ids)
-            (hidden,) = self.model._session.run(
-                ["last_hidden_state"], {k: v for k, v in feed.items() if k in self.model._inputs}
-            )
-            rows = hidden[0, 1:-1] if hidden.shape[1] > 2 else hidden[0]  # no [CLS]/[SEP]
+            hidden = self.hidden(text)
+            rows = hidden[1:-1] if hidden.shape[0] > 2 else hidden  # no [CLS]/[SEP]
             self.states[text] = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
         return self.states[text]
 

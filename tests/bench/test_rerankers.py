@@ -118,3 +118,18 @@ def test_the_rule_refuses_a_loss_or_no_lift_and_accepts_a_clean_lift():
     wide = {k: dict(v) for k, v in lifted.items()}
     wide["jsonc"]["gap"] = 0.04
     assert "jsonc gap" in rr.verdict({rr.BASELINE: base, "x": wide}, "x")
+
+
+def test_maxsim_reads_minilms_own_token_states_and_prefers_the_matching_passage():
+    # Reference from the package's own files: mean-pooled and L2-normalised, the states
+    # the bench's MaxSim reads are the vector LocalEmbedder computes for the same text.
+    maxsim = rr.TokenMaxSim(max_tokens=128)
+    text = "MDB_NOSYNC: don't flush system buffers to disk when committing a transaction."
+    pooled = maxsim.hidden(text).mean(axis=0)
+    expected = maxsim.model.embed([text])[0]
+    assert np.allclose(pooled / np.linalg.norm(pooled), expected, atol=1e-5)
+    found = maxsim.scores(
+        "skip flushing to disk on commit",
+        ["Copy an environment to a file descriptor.", text],
+    )
+    assert found[1] > found[0]
