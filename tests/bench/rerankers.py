@@ -235,6 +235,11 @@ STAGES = (
         for blend in (None, 0.5, 0.2)
     ),
     Stage("best chunk of the top 5 pages, blend 0.2", best_chunk_of_top_pages(5), 0.2),
+    # Around the best pool's blend: is its gain a plateau or one lucky setting?
+    *(
+        Stage(f"best chunk of the top 10 pages, blend {blend}", best_chunk_of_top_pages(10), blend)
+        for blend in (0.1, 0.15, 0.25, 0.3)
+    ),
 )
 
 
@@ -326,7 +331,7 @@ def local_run(site: Path, work: Path, model: LocalEmbedder) -> Run:
 
 # The cost probe reranks the pool of the stage that did best here (10 passages), for every
 # third question of each set (a sample keeps three candidates x three fresh processes short).
-PROBE_STAGES = (STAGES[-2], STAGES[-1])
+PROBE_STAGES = (STAGES[8], STAGES[9])  # the top 10 / top 5 pages' best chunks, blend 0.2
 PROBE_EVERY = 3
 Figures = dict[str, dict[str, dict[str, float]]]  # ranking -> set -> figure
 BASELINE = "first pass (shipped)"
