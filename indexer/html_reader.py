@@ -140,6 +140,11 @@ _BREAKS = frozenset(
     ]
 )
 _HEADING = re.compile(r"h[1-6]")
+# Doxygen (1.8.13 and later) titles each documented member (a macro, function, typedef,
+# field) with <h2 class="memtitle">, its prototype and text in the <div class="memitem">
+# after it: one member per section. The class is Doxygen's own, so no other generator's
+# page is read differently (chunking.py keeps such a section whole and alone).
+DOXYGEN_MEMBER_TITLE = "memtitle"
 _MARKDOWN_SIGNS = re.compile(r"([\\`*_\[\]<>&!#|~])")
 
 
@@ -149,6 +154,7 @@ class HtmlBlock:
     text: str  # Markdown: prose escaped (markdown_literal), list items "- ", code fenced
     anchor: str = ""  # a heading's id on the page ("" when it has none)
     links_away: bool = False  # a heading whose text is all a link to another page
+    member: bool = False  # a Doxygen member's own title (its one macro, function, field...)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +237,7 @@ class _Reader(HTMLParser):
         self._in_title = False
         self._heading = 0
         self._heading_anchor = ""
+        self._heading_member = False
         self._heading_link_at = 0  # stack depth of an open <a href> to another page in it
         self._heading_text = [False, False]  # text seen [outside, inside] such a link
         self._pending_id = ""  # the id of the last element opened with no text since
@@ -313,6 +320,7 @@ class _Reader(HTMLParser):
             self._heading = int(tag[1])
             self._heading_anchor = values.get("id", "") or self._pending_id
             self._heading_text = [False, False]
+            self._heading_member = DOXYGEN_MEMBER_TITLE in values.get("class", "").split()
         elif tag == "a" and self._heading:
             if not self._heading_anchor:
                 self._heading_anchor = values.get("id", "") or values.get("name", "")
@@ -339,7 +347,15 @@ class _Reader(HTMLParser):
             self._text.clear()
             outside, inside = self._heading_text
             if heading:
-                self._add(HtmlBlock(self._heading, heading, self._heading_anchor, inside > outside))
+                self._add(
+                    HtmlBlock(
+                        self._heading,
+                        heading,
+                        self._heading_anchor,
+                        inside > outside,
+                        self._heading_member,
+                    )
+                )
             self._heading, self._heading_anchor, self._pending_id = 0, "", ""
             self._heading_link_at = 0
         elif tag == "a" and depth == self._heading_link_at:

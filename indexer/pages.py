@@ -30,6 +30,9 @@ class Block:
     # A heading's id on an HTML page, for links to the section ("" for Markdown, whose
     # anchors are the heading's slug). Not part of equality: the text is the block.
     anchor: str = field(default="", compare=False)
+    # A Doxygen member's title (html_reader.DOXYGEN_MEMBER_TITLE): its section is never
+    # merged with a neighbour (chunking.py).
+    member: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +141,7 @@ def parse_html(content: str) -> tuple[str, list[Block]]:
     page = read_html(content)
     own = own_text(content, page)  # a Hugo list page with text of its own: that text alone
     blocks = own if own is not None and has_text(own) else page.blocks
-    return page.title, [Block(b.level, b.text, b.anchor) for b in blocks]
+    return page.title, [Block(b.level, b.text, b.anchor, b.member) for b in blocks]
 
 
 def _title_from(relative: str) -> str:

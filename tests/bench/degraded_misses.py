@@ -19,7 +19,11 @@ lexical part alone beside the hashing stand-in, S4's hybrid beside the local mod
   measured only (indexer/ is not changed by this bench): the site indexed again with no
   section merged into its neighbour for being short (indexer/chunking.py merges sections
   under MIN_TOKENS, which puts each one-line Doxygen member under another member's
-  heading), S7 as shipped on that index.
+  heading), S7 as shipped on that index;
+- and, on the Doxygen sites, the indexer's Doxygen-aware rule (chunk_page's
+  `member_sections`: a member's section is never merged and is headed by its name), with
+  S4's page MRR beside it (a chunking change moves S4 too). Other generators' pages carry
+  no member mark, so their index is the same with it (tests/indexer/test_doxygen_members.py).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from __future__ import annotations
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -136,17 +140,30 @@ UNMERGED = (
 )
 
 
+MEMBERS = "indexer: Doxygen member sections never merged, headed by the member, S7 as shipped"
+
+
 @contextmanager
-def no_short_sections_merged() -> Iterator[None]:
-    """Index with chunking's merge threshold at 0 (each heading its own chunk) meanwhile."""
+def chunking_defaults(**values: object) -> Iterator[None]:
+    """Index with chunk_page's keyword defaults set to `values` meanwhile."""
     defaults = chunking.chunk_page.__kwdefaults__
-    assert defaults is not None and "min_tokens" in defaults
+    assert defaults is not None and set(values) <= set(defaults)
     saved = dict(defaults)
-    defaults["min_tokens"] = 0
+    defaults.update(values)
     try:
         yield
     finally:
         defaults.update(saved)
+
+
+def no_short_sections_merged() -> AbstractContextManager[None]:
+    """Index with chunking's merge threshold at 0 (each heading its own chunk) meanwhile."""
+    return chunking_defaults(min_tokens=0)
+
+
+def doxygen_member_sections() -> AbstractContextManager[None]:
+    """Index with Doxygen member sections kept whole and alone meanwhile."""
+    return chunking_defaults(member_sections=True)
 
 
 def lever_rates(run: Run, qs: quality.QuestionSet) -> dict[str, tuple[float, float]]:
