@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from steps.lib.grounding.knowledge import ANCHOR_PART, Chunk, chunk_document
 from steps.lib.text.tokens import count_tokens
 
+from .html_reader import markdown_literal
 from .pages import HTML_SUFFIXES, Page
 from .plaintext import inline_text, markdown_to_text
 
@@ -48,6 +49,7 @@ class _Piece:
     anchor: str = ""  # the heading's id on an HTML page ("": link by the title's slug)
     part: int = 0  # 1, 2... for the later parts of a section split for size
     member: bool = False  # a Doxygen member's section: never merged (module docstring)
+    links: tuple[tuple[str, str], ...] = ()  # (href, text) in its text, as written
 
 
 def chunk_page(
@@ -66,6 +68,7 @@ def chunk_page(
             piece.anchor,
             part,
             piece.member and member_sections,
+            _links_in(text, piece.links),
         )
         for piece in _sections(page)
         for part, text in enumerate(_split(piece.text, max_tokens))
@@ -92,6 +95,7 @@ def _sections(page: Page) -> list[_Piece]:
         else:
             body = block.text if block.level == 0 else "#" * block.level + " " + block.text
             current.text = f"{current.text}\n\n{body}" if current.text else body
+            current.links += block.links
     sections.append(current)
     # A heading with no text of its own (a parent heading) lives on in its children's trails.
     return [s for s in sections if s.text.strip()]
@@ -149,6 +153,7 @@ def _merge_tiny(pieces: list[_Piece], min_tokens: int, max_tokens: int) -> list[
                 carry.level,
                 f"{carry.text}\n\n{_as_line(piece)}\n\n{piece.text}",
                 carry.anchor,
+                links=carry.links + piece.links,
             )
             carry = None
         if piece.member or count_tokens(piece.text) >= min_tokens:
@@ -159,6 +164,7 @@ def _merge_tiny(pieces: list[_Piece], min_tokens: int, max_tokens: int) -> list[
             and count_tokens(merged[-1].text + piece.text) <= max_tokens
         ):
             merged[-1].text += f"\n\n{_as_line(piece)}\n\n{piece.text}"
+            merged[-1].links += piece.links
         elif not merged:
             carry = piece
         else:
@@ -166,6 +172,12 @@ def _merge_tiny(pieces: list[_Piece], min_tokens: int, max_tokens: int) -> list[
     if carry is not None:
         merged.append(carry)
     return merged
+
+
+def _links_in(text: str, links: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """The links of a section that lie in this part of it (a split section's parts each
+    keep their own)."""
+    return tuple(link for link in links if markdown_literal(link[1]) in text)
 
 
 def _as_line(piece: _Piece) -> str:
@@ -190,7 +202,7 @@ def _to_chunks(page: str, pieces: list[_Piece], *, html: bool = False) -> list[C
             anchor += ANCHOR_PART
         used.add(anchor)
         text = markdown_to_text(piece.text.strip())  # what visitors read: plain prose
-        draft = Chunk(f"{page}#{anchor}", page, piece.heading, text, 0)
+        draft = Chunk(f"{page}#{anchor}", page, piece.heading, text, 0, piece.links)
         chunks.append(replace(draft, tokens=count_tokens(chunk_document(draft))))
     return chunks
 

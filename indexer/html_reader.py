@@ -155,6 +155,9 @@ class HtmlBlock:
     anchor: str = ""  # a heading's id on the page ("" when it has none)
     links_away: bool = False  # a heading whose text is all a link to another page
     member: bool = False  # a Doxygen member's own title (its one macro, function, field...)
+    # Body text's links as written: (href, the link's text), in page order. The build keeps
+    # those to another indexed page's anchor (build.resolve_links).
+    links: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +244,10 @@ class _Reader(HTMLParser):
         self._heading_link_at = 0  # stack depth of an open <a href> to another page in it
         self._heading_text = [False, False]  # text seen [outside, inside] such a link
         self._pending_id = ""  # the id of the last element opened with no text since
+        self._link_at = 0  # stack depth of an open <a href> in body text (0: none)
+        self._link_href = ""
+        self._link_text: list[str] = []
+        self._links: list[tuple[str, str]] = []  # the links of the block being read
         self._text: list[str] = []
         self._paragraphs: list[str] = []
         self._pre = 0
@@ -310,6 +317,8 @@ class _Reader(HTMLParser):
             self._pending_id = ""
         if self._skip_at or "head" in self._stack:
             return
+        if self._link_at:
+            self._link_text.append(data)
         self._text.append(data)
 
     # --- what each element does to the text --------------------------------------------
@@ -326,6 +335,8 @@ class _Reader(HTMLParser):
                 self._heading_anchor = values.get("id", "") or values.get("name", "")
             if values.get("href", "#")[:1] not in ("#", ""):
                 self._heading_link_at = len(self._stack)
+        elif tag == "a" and values.get("href") and not self._link_at:
+            self._link_at, self._link_href, self._link_text = len(self._stack), values["href"], []
         elif tag == "pre":
             self._close_text()
             self._pre += 1
@@ -360,6 +371,11 @@ class _Reader(HTMLParser):
             self._heading_link_at = 0
         elif tag == "a" and depth == self._heading_link_at:
             self._heading_link_at = 0
+        elif tag == "a" and depth == self._link_at:
+            self._link_at = 0
+            text = " ".join("".join(self._link_text).split())
+            if text:
+                self._links.append((self._link_href, text))
         elif tag == "pre":
             self._pre = max(self._pre - 1, 0)
             code = "".join(self._text).strip("\n")
@@ -399,5 +415,7 @@ class _Reader(HTMLParser):
     def end_paragraph(self) -> None:
         self._close_text()
         if self._paragraphs:
-            self._add(HtmlBlock(0, "\n\n".join(self._paragraphs)))
+            links = tuple(self._links)
+            self._add(HtmlBlock(0, "\n\n".join(self._paragraphs), links=links))
             self._paragraphs.clear()
+            self._links.clear()

@@ -11,6 +11,8 @@ parts (page head and page best cosine) and the total.
 The levers are the ones issue 28 named as suspects, each measured as S7 would rank (the
 lexical part alone beside the hashing stand-in, S4's hybrid beside the local model):
 
+- "also see" not following the quoted section's own links (S7 before they were recorded:
+  the next pages by score sharing a term with the query);
 - "also see" without its rule: the next distinct pages by score, whether or not they
   share a term with the query (the shipped rule keeps only pages that do);
 - a page-level aggregate instead of one chunk: the page is picked by its best chunk +
@@ -35,6 +37,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+from unittest import mock
 
 import numpy as np
 
@@ -102,6 +105,12 @@ def shipped(kb: Knowledge, query: Query, vector: np.ndarray | None) -> list[str]
     return [found.chunk.page, *found.also] if found else []
 
 
+def also_not_following_links(kb: Knowledge, query: Query, vector: np.ndarray | None) -> list[str]:
+    """S7 as it was before "also see" followed the quoted section's links."""
+    with mock.patch.object(retrieval, "FOLLOW_LINKS", False):
+        return shipped(kb, query, vector)
+
+
 def also_without_rule(kb: Knowledge, query: Query, vector: np.ndarray | None) -> list[str]:
     found = retrieval.degraded_choice(kb, query, query_vector=vector)
     if found is None:
@@ -128,7 +137,9 @@ def by_page_aggregate(second: float, mean: bool) -> Lever:
 
 
 LEVERS: dict[str, Lever] = {
-    "shipped (the best chunk's page; also see: next pages sharing a term)": shipped,
+    "shipped (the best chunk's page; also see: the pages its section links to for a term "
+    "of the question, then next pages sharing a term)": shipped,
+    "also see not following the section's links (S7 before)": also_not_following_links,
     "also see: the next pages by score, no shared-term rule": also_without_rule,
     "page by its best chunk + 0.5 x its second best": by_page_aggregate(0.5, False),
     "page by the mean of its two best chunks": by_page_aggregate(0.0, True),
