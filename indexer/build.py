@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
+from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
@@ -97,12 +99,36 @@ def plan(site: Path, policy: IndexPolicy) -> tuple[list[tuple[str, Chunk]], list
     """The chunks that would be indexed, with their source file; fails on forbidden terms."""
     pages, excluded = collect(site, policy)
     source_chunks = [(page.source, chunk) for page in pages for chunk in chunk_page(page)]
+    source_chunks = resolve_links(pages, source_chunks)
     if not source_chunks:
         raise BuildError(f"no indexable Markdown or HTML pages under {site}")
     found = violations(source_chunks, policy.forbidden_terms)
     if found:
         raise ForbiddenContent(found)
     return source_chunks, excluded
+
+
+def resolve_links(
+    pages: Sequence[Page], source_chunks: Sequence[tuple[str, Chunk]]
+) -> list[tuple[str, Chunk]]:
+    """Each chunk's links as "page#anchor" of another indexed page, an anchor that page
+    has (never one it lacks: a link must land); links elsewhere (another site, a page left
+    out, the page itself, no anchor) are dropped. degraded_choice follows them."""
+    indexed = {source for source, _ in source_chunks}
+    by_source = {page.source: page for page in pages if page.source in indexed}
+    out: list[tuple[str, Chunk]] = []
+    for source, chunk in source_chunks:
+        kept: dict[tuple[str, str], None] = {}
+        for href, text in chunk.links:
+            target, _, anchor = href.partition("#")
+            if not anchor or urlsplit(target).scheme or target.startswith("/"):
+                continue  # another site, a root-relative path, or no section named
+            relative = posixpath.normpath(posixpath.join(posixpath.dirname(source), target))
+            page = by_source.get(unquote(relative))
+            if page is not None and page.source != source and unquote(anchor) in page.ids:
+                kept[(f"{page.path}#{unquote(anchor)}", text)] = None
+        out.append((source, replace(chunk, links=tuple(kept))))
+    return out
 
 
 def build(site: Path, out: Path, policy: IndexPolicy, embedder: Embedder) -> BuildReport:

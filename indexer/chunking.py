@@ -9,6 +9,17 @@ plain text (plaintext.py: rendered from Markdown here, once, not on every answer
 - A section shorter than `min_tokens` merges into its neighbour on the same page
   (the previous one, or the next for the first section), its heading kept as a line of
   text, so a one-line section does not become a chunk that matches everything weakly.
+- With `member_sections` (off by default: MEMBER_SECTIONS), a Doxygen member's section
+  (html_reader.DOXYGEN_MEMBER_TITLE) is never merged: a flag's one-line doc is the whole
+  answer to a question about that flag, and merged it sits under a heading that does not
+  name it ("Write Flags > Detailed Description > LMDB Command Line Tools"), its words
+  lost among its neighbours'. Such a section is its own chunk, its heading trail naming
+  the member ("Environment Flags > MDB_NOSYNC"), and nothing else merges into it.
+  docs/benchmarks.md (bench:degraded) measures it: it lifts LMDB's S4 page MRR and S7
+  figures but moves one json-c question's page from 5th to 6th under the hashing
+  stand-in (S4 page MRR with no page 0.833 -> 0.815), so by the rule that a ranking
+  change lowers no figure on any set it is not the default. Other generators' pages
+  carry no member mark: their chunks are the same either way.
 """
 
 from __future__ import annotations
@@ -19,11 +30,13 @@ from dataclasses import dataclass, replace
 from steps.lib.grounding.knowledge import ANCHOR_PART, Chunk, chunk_document
 from steps.lib.text.tokens import count_tokens
 
+from .html_reader import markdown_literal
 from .pages import HTML_SUFFIXES, Page
 from .plaintext import inline_text, markdown_to_text
 
 MAX_TOKENS = 400
 MIN_TOKENS = 40
+MEMBER_SECTIONS = False  # see the module docstring: measured, not adopted
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
@@ -35,13 +48,28 @@ class _Piece:
     text: str
     anchor: str = ""  # the heading's id on an HTML page ("": link by the title's slug)
     part: int = 0  # 1, 2... for the later parts of a section split for size
+    member: bool = False  # a Doxygen member's section: never merged (module docstring)
+    links: tuple[tuple[str, str], ...] = ()  # (href, text) in its text, as written
 
 
 def chunk_page(
-    page: Page, *, max_tokens: int = MAX_TOKENS, min_tokens: int = MIN_TOKENS
+    page: Page,
+    *,
+    max_tokens: int = MAX_TOKENS,
+    min_tokens: int = MIN_TOKENS,
+    member_sections: bool = MEMBER_SECTIONS,
 ) -> list[Chunk]:
     pieces = [
-        _Piece(piece.heading, piece.title, piece.level, text, piece.anchor, part)
+        _Piece(
+            piece.heading,
+            piece.title,
+            piece.level,
+            text,
+            piece.anchor,
+            part,
+            piece.member and member_sections,
+            _links_in(text, piece.links),
+        )
         for piece in _sections(page)
         for part, text in enumerate(_split(piece.text, max_tokens))
     ]
@@ -61,10 +89,13 @@ def _sections(page: Page) -> list[_Piece]:
             trail[block.level] = title
             names = [trail.get(1, inline_text(page.title))]
             names += [trail[lvl] for lvl in (2, 3) if lvl in trail]
-            current = _Piece(" > ".join(names), title, block.level, "", block.anchor)
+            current = _Piece(
+                " > ".join(names), title, block.level, "", block.anchor, member=block.member
+            )
         else:
             body = block.text if block.level == 0 else "#" * block.level + " " + block.text
             current.text = f"{current.text}\n\n{body}" if current.text else body
+            current.links += block.links
     sections.append(current)
     # A heading with no text of its own (a parent heading) lives on in its children's trails.
     return [s for s in sections if s.text.strip()]
@@ -112,6 +143,9 @@ def _merge_tiny(pieces: list[_Piece], min_tokens: int, max_tokens: int) -> list[
     merged: list[_Piece] = []
     carry: _Piece | None = None  # a tiny first section waiting for the next one
     for piece in pieces:
+        if carry is not None and piece.member:
+            merged.append(carry)  # a member's section keeps its own chunk
+            carry = None
         if carry is not None:
             piece = _Piece(
                 carry.heading,
@@ -119,12 +153,18 @@ def _merge_tiny(pieces: list[_Piece], min_tokens: int, max_tokens: int) -> list[
                 carry.level,
                 f"{carry.text}\n\n{_as_line(piece)}\n\n{piece.text}",
                 carry.anchor,
+                links=carry.links + piece.links,
             )
             carry = None
-        if count_tokens(piece.text) >= min_tokens:
+        if piece.member or count_tokens(piece.text) >= min_tokens:
             merged.append(piece)
-        elif merged and count_tokens(merged[-1].text + piece.text) <= max_tokens:
+        elif (
+            merged
+            and not merged[-1].member
+            and count_tokens(merged[-1].text + piece.text) <= max_tokens
+        ):
             merged[-1].text += f"\n\n{_as_line(piece)}\n\n{piece.text}"
+            merged[-1].links += piece.links
         elif not merged:
             carry = piece
         else:
@@ -132,6 +172,12 @@ def _merge_tiny(pieces: list[_Piece], min_tokens: int, max_tokens: int) -> list[
     if carry is not None:
         merged.append(carry)
     return merged
+
+
+def _links_in(text: str, links: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """The links of a section that lie in this part of it (a split section's parts each
+    keep their own)."""
+    return tuple(link for link in links if markdown_literal(link[1]) in text)
 
 
 def _as_line(piece: _Piece) -> str:
@@ -156,7 +202,7 @@ def _to_chunks(page: str, pieces: list[_Piece], *, html: bool = False) -> list[C
             anchor += ANCHOR_PART
         used.add(anchor)
         text = markdown_to_text(piece.text.strip())  # what visitors read: plain prose
-        draft = Chunk(f"{page}#{anchor}", page, piece.heading, text, 0)
+        draft = Chunk(f"{page}#{anchor}", page, piece.heading, text, 0, piece.links)
         chunks.append(replace(draft, tokens=count_tokens(chunk_document(draft))))
     return chunks
 

@@ -140,6 +140,11 @@ _BREAKS = frozenset(
     ]
 )
 _HEADING = re.compile(r"h[1-6]")
+# Doxygen (1.8.13 and later) titles each documented member (a macro, function, typedef,
+# field) with <h2 class="memtitle">, its prototype and text in the <div class="memitem">
+# after it: one member per section. The class is Doxygen's own, so no other generator's
+# page is read differently (chunking.py keeps such a section whole and alone).
+DOXYGEN_MEMBER_TITLE = "memtitle"
 _MARKDOWN_SIGNS = re.compile(r"([\\`*_\[\]<>&!#|~])")
 
 
@@ -149,6 +154,10 @@ class HtmlBlock:
     text: str  # Markdown: prose escaped (markdown_literal), list items "- ", code fenced
     anchor: str = ""  # a heading's id on the page ("" when it has none)
     links_away: bool = False  # a heading whose text is all a link to another page
+    member: bool = False  # a Doxygen member's own title (its one macro, function, field...)
+    # Body text's links as written: (href, the link's text), in page order. The build keeps
+    # those to another indexed page's anchor (build.resolve_links).
+    links: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,9 +240,14 @@ class _Reader(HTMLParser):
         self._in_title = False
         self._heading = 0
         self._heading_anchor = ""
+        self._heading_member = False
         self._heading_link_at = 0  # stack depth of an open <a href> to another page in it
         self._heading_text = [False, False]  # text seen [outside, inside] such a link
         self._pending_id = ""  # the id of the last element opened with no text since
+        self._link_at = 0  # stack depth of an open <a href> in body text (0: none)
+        self._link_href = ""
+        self._link_text: list[str] = []
+        self._links: list[tuple[str, str]] = []  # the links of the block being read
         self._text: list[str] = []
         self._paragraphs: list[str] = []
         self._pre = 0
@@ -303,6 +317,8 @@ class _Reader(HTMLParser):
             self._pending_id = ""
         if self._skip_at or "head" in self._stack:
             return
+        if self._link_at:
+            self._link_text.append(data)
         self._text.append(data)
 
     # --- what each element does to the text --------------------------------------------
@@ -313,11 +329,14 @@ class _Reader(HTMLParser):
             self._heading = int(tag[1])
             self._heading_anchor = values.get("id", "") or self._pending_id
             self._heading_text = [False, False]
+            self._heading_member = DOXYGEN_MEMBER_TITLE in values.get("class", "").split()
         elif tag == "a" and self._heading:
             if not self._heading_anchor:
                 self._heading_anchor = values.get("id", "") or values.get("name", "")
             if values.get("href", "#")[:1] not in ("#", ""):
                 self._heading_link_at = len(self._stack)
+        elif tag == "a" and values.get("href") and not self._link_at:
+            self._link_at, self._link_href, self._link_text = len(self._stack), values["href"], []
         elif tag == "pre":
             self._close_text()
             self._pre += 1
@@ -339,11 +358,24 @@ class _Reader(HTMLParser):
             self._text.clear()
             outside, inside = self._heading_text
             if heading:
-                self._add(HtmlBlock(self._heading, heading, self._heading_anchor, inside > outside))
+                self._add(
+                    HtmlBlock(
+                        self._heading,
+                        heading,
+                        self._heading_anchor,
+                        inside > outside,
+                        self._heading_member,
+                    )
+                )
             self._heading, self._heading_anchor, self._pending_id = 0, "", ""
             self._heading_link_at = 0
         elif tag == "a" and depth == self._heading_link_at:
             self._heading_link_at = 0
+        elif tag == "a" and depth == self._link_at:
+            self._link_at = 0
+            text = " ".join("".join(self._link_text).split())
+            if text:
+                self._links.append((self._link_href, text))
         elif tag == "pre":
             self._pre = max(self._pre - 1, 0)
             code = "".join(self._text).strip("\n")
@@ -383,5 +415,7 @@ class _Reader(HTMLParser):
     def end_paragraph(self) -> None:
         self._close_text()
         if self._paragraphs:
-            self._add(HtmlBlock(0, "\n\n".join(self._paragraphs)))
+            links = tuple(self._links)
+            self._add(HtmlBlock(0, "\n\n".join(self._paragraphs), links=links))
             self._paragraphs.clear()
+            self._links.clear()

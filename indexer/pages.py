@@ -30,6 +30,11 @@ class Block:
     # A heading's id on an HTML page, for links to the section ("" for Markdown, whose
     # anchors are the heading's slug). Not part of equality: the text is the block.
     anchor: str = field(default="", compare=False)
+    # A Doxygen member's title (html_reader.DOXYGEN_MEMBER_TITLE): its section is never
+    # merged with a neighbour (chunking.py).
+    member: bool = field(default=False, compare=False)
+    # Body text's links as written, (href, text) (html_reader.HtmlBlock.links).
+    links: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +43,9 @@ class Page:
     path: str  # URL path
     title: str
     blocks: tuple[Block, ...]
+    # Every fragment an HTML page can be linked to (its ids and a[name]): a link to it is
+    # kept only when its anchor is one of these (build.resolve_links).
+    ids: frozenset[str] = field(default=frozenset(), compare=False)
 
 
 PERMALINKS = ("file", "pretty")
@@ -66,8 +74,9 @@ def page_path(relative: str, permalinks: str = "file") -> str:
 
 
 def parse_page(relative: str, content: str, permalinks: str = "file") -> Page:
+    ids: frozenset[str] = frozenset()
     if relative.lower().endswith(HTML_SUFFIXES):
-        title, blocks = parse_html(content)
+        title, blocks, ids = parse_html_page(content)
     else:
         meta, body = split_front_matter(content)
         title, blocks = meta.get("title", ""), parse_markdown(body)
@@ -75,7 +84,7 @@ def parse_page(relative: str, content: str, permalinks: str = "file") -> Page:
             blocks.insert(0, Block(0, meta["description"]))
     if not title:
         title = next((b.text for b in blocks if b.level == 1), "") or _title_from(relative)
-    return Page(relative, page_path(relative, permalinks), title, tuple(blocks))
+    return Page(relative, page_path(relative, permalinks), title, tuple(blocks), ids)
 
 
 def split_front_matter(content: str) -> tuple[dict[str, str], str]:
@@ -135,10 +144,20 @@ def _flush(buffer: list[str], blocks: list[Block]) -> None:
 def parse_html(content: str) -> tuple[str, list[Block]]:
     """The page's title and blocks as a reader sees them (html_reader.py: chrome dropped,
     headings clean, each with the anchor the page gives it)."""
+    title, blocks, _ = parse_html_page(content)
+    return title, blocks
+
+
+def parse_html_page(content: str) -> tuple[str, list[Block], frozenset[str]]:
+    """parse_html, and every fragment the page can be linked to."""
     page = read_html(content)
     own = own_text(content, page)  # a Hugo list page with text of its own: that text alone
     blocks = own if own is not None and has_text(own) else page.blocks
-    return page.title, [Block(b.level, b.text, b.anchor) for b in blocks]
+    return (
+        page.title,
+        [Block(b.level, b.text, b.anchor, b.member, b.links) for b in blocks],
+        page.ids,
+    )
 
 
 def _title_from(relative: str) -> str:

@@ -8,8 +8,12 @@ fingerprint over them all.
 A page's digest is of what the index makes of it (`text_digest`: its chunks' ids, headings
 and text), not of its bytes: a change a reader cannot see (the widget's embed snippet
 added to every page, a theme's new stylesheet link, re-wrapped markup) leaves the index
-current; a change of words, headings or anchors makes it stale. Records written before
-(``"digests"`` absent) hold byte digests and are compared by bytes.
+current; a change of words, headings, anchors or of what the text links to (the index
+keeps each section's links for the degraded answer's "also see") makes it stale. Records
+written before (``"digests"`` absent) hold byte digests and are compared by bytes; those
+written before links were digested (``"text"``) are compared by text alone: an index
+built then still loads and answers (it has no links, so "also see" does not follow them,
+as before) and is not called stale for it; rebuilding it records the links.
 
 The runtime in Lambda never reads the record; the commands that pair an index with a
 site do:
@@ -40,23 +44,29 @@ from .policy import IndexPolicy
 
 SITE_KEY = "site"
 _DIGEST_HEX = 16  # 64 bits of SHA-256: tells an edited page from the built one
-TEXT, BYTES = "text", "bytes"  # what a record's page digests are of
+# What a record's page digests are of: TEXT_LINKS now; TEXT and BYTES in older records.
+TEXT_LINKS, TEXT, BYTES = "text+links", "text", "bytes"
 
 
 def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:_DIGEST_HEX]
 
 
-def text_digest(relative: str, data: bytes, permalinks: str = "file") -> str:
+def text_digest(relative: str, data: bytes, permalinks: str = "file", *, links: bool = True) -> str:
     """The digest of a page's text as the index holds it: each chunk's id (page link and
-    anchor), heading trail and text. A file that is not UTF-8 (the build refuses it) is
-    digested by its bytes."""
+    anchor), heading trail and text, and (`links`) the links of its text as written. A
+    file that is not UTF-8 (the build refuses it) is digested by its bytes."""
     try:
         content = data.decode("utf-8")
     except UnicodeDecodeError:
         return digest(data)
     chunks = chunk_page(parse_page(relative, content, permalinks))
-    return digest("".join(f"{c.id}\0{c.heading}\0{c.text}\n" for c in chunks).encode("utf-8"))
+    lines = "".join(
+        f"{c.id}\0{c.heading}\0{c.text}\n"
+        + ("".join(f"\0{href}\0{text}\n" for href, text in c.links) if links else "")
+        for c in chunks
+    )
+    return digest(lines.encode("utf-8"))
 
 
 def page_files(site: Path) -> Iterator[tuple[str, Path]]:
@@ -75,7 +85,7 @@ class SiteRecord:
     pages: Mapping[str, str]  # page file (relative POSIX path) -> digest of its text
     exclude: tuple[str, ...]
     permalinks: str
-    digests: str = TEXT  # BYTES in a record written before text digests
+    digests: str = TEXT_LINKS  # TEXT or BYTES in a record written before
 
     @property
     def fingerprint(self) -> str:
@@ -108,19 +118,21 @@ class SiteRecord:
             raise ValueError(f"its site record is unreadable ({exc})") from exc
         if record.fingerprint != raw.get("fingerprint"):
             raise ValueError("its site record does not match its fingerprint")
-        if record.digests not in (TEXT, BYTES):
+        if record.digests not in (TEXT_LINKS, TEXT, BYTES):
             raise ValueError(f"its site record's digests are of {record.digests!r}")
         return record
 
 
-def record_site(site: Path, policy: IndexPolicy, *, digests: str = TEXT) -> SiteRecord:
+def record_site(site: Path, policy: IndexPolicy, *, digests: str = TEXT_LINKS) -> SiteRecord:
     """The record of `site` as `policy` reads it: every page file not excluded, each
-    digested by its text (or by its bytes, to compare with an older record)."""
+    digested by its text and links (or as an older record was, to compare with it)."""
     pages = {
         relative: (
-            text_digest(relative, path.read_bytes(), policy.permalinks)
-            if digests == TEXT
-            else digest(path.read_bytes())
+            digest(path.read_bytes())
+            if digests == BYTES
+            else text_digest(
+                relative, path.read_bytes(), policy.permalinks, links=digests == TEXT_LINKS
+            )
         )
         for relative, path in page_files(site)
         if not policy.excluded(relative)

@@ -11,6 +11,8 @@ parts (page head and page best cosine) and the total.
 The levers are the ones issue 28 named as suspects, each measured as S7 would rank (the
 lexical part alone beside the hashing stand-in, S4's hybrid beside the local model):
 
+- "also see" not following the quoted section's own links (S7 before they were recorded:
+  the next pages by score sharing a term with the query);
 - "also see" without its rule: the next distinct pages by score, whether or not they
   share a term with the query (the shipped rule keeps only pages that do);
 - a page-level aggregate instead of one chunk: the page is picked by its best chunk +
@@ -19,7 +21,11 @@ lexical part alone beside the hashing stand-in, S4's hybrid beside the local mod
   measured only (indexer/ is not changed by this bench): the site indexed again with no
   section merged into its neighbour for being short (indexer/chunking.py merges sections
   under MIN_TOKENS, which puts each one-line Doxygen member under another member's
-  heading), S7 as shipped on that index.
+  heading), S7 as shipped on that index;
+- and, on the Doxygen sites, the indexer's Doxygen-aware rule (chunk_page's
+  `member_sections`: a member's section is never merged and is headed by its name), with
+  S4's page MRR beside it (a chunking change moves S4 too). Other generators' pages carry
+  no member mark, so their index is the same with it (tests/indexer/test_doxygen_members.py).
 """
 
 from __future__ import annotations
@@ -27,10 +33,11 @@ from __future__ import annotations
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+from unittest import mock
 
 import numpy as np
 
@@ -98,6 +105,12 @@ def shipped(kb: Knowledge, query: Query, vector: np.ndarray | None) -> list[str]
     return [found.chunk.page, *found.also] if found else []
 
 
+def also_not_following_links(kb: Knowledge, query: Query, vector: np.ndarray | None) -> list[str]:
+    """S7 as it was before "also see" followed the quoted section's links."""
+    with mock.patch.object(retrieval, "FOLLOW_LINKS", False):
+        return shipped(kb, query, vector)
+
+
 def also_without_rule(kb: Knowledge, query: Query, vector: np.ndarray | None) -> list[str]:
     found = retrieval.degraded_choice(kb, query, query_vector=vector)
     if found is None:
@@ -124,7 +137,9 @@ def by_page_aggregate(second: float, mean: bool) -> Lever:
 
 
 LEVERS: dict[str, Lever] = {
-    "shipped (the best chunk's page; also see: next pages sharing a term)": shipped,
+    "shipped (the best chunk's page; also see: the pages its section links to for a term "
+    "of the question, then next pages sharing a term)": shipped,
+    "also see not following the section's links (S7 before)": also_not_following_links,
     "also see: the next pages by score, no shared-term rule": also_without_rule,
     "page by its best chunk + 0.5 x its second best": by_page_aggregate(0.5, False),
     "page by the mean of its two best chunks": by_page_aggregate(0.0, True),
@@ -136,17 +151,30 @@ UNMERGED = (
 )
 
 
+MEMBERS = "indexer: Doxygen member sections never merged, headed by the member, S7 as shipped"
+
+
 @contextmanager
-def no_short_sections_merged() -> Iterator[None]:
-    """Index with chunking's merge threshold at 0 (each heading its own chunk) meanwhile."""
+def chunking_defaults(**values: object) -> Iterator[None]:
+    """Index with chunk_page's keyword defaults set to `values` meanwhile."""
     defaults = chunking.chunk_page.__kwdefaults__
-    assert defaults is not None and "min_tokens" in defaults
+    assert defaults is not None and set(values) <= set(defaults)
     saved = dict(defaults)
-    defaults["min_tokens"] = 0
+    defaults.update(values)
     try:
         yield
     finally:
         defaults.update(saved)
+
+
+def no_short_sections_merged() -> AbstractContextManager[None]:
+    """Index with chunking's merge threshold at 0 (each heading its own chunk) meanwhile."""
+    return chunking_defaults(min_tokens=0)
+
+
+def doxygen_member_sections() -> AbstractContextManager[None]:
+    """Index with Doxygen member sections kept whole and alone meanwhile."""
+    return chunking_defaults(member_sections=True)
 
 
 def lever_rates(run: Run, qs: quality.QuestionSet) -> dict[str, tuple[float, float]]:

@@ -312,6 +312,37 @@ def runs(site: Path, work: Path) -> dict[str, Run]:
     return out
 
 
+def member_sections_lever(
+    site: RealSite,
+    corpus: corpora.Corpus,
+    qs: quality.QuestionSet,
+    work: Path,
+    levers: dict[str, dict[str, tuple[float, float]]],
+    s4: dict[str, dict[str, float]],
+) -> list[str]:
+    """On a Doxygen site: S7 (a lever row) and S4's page MRR with member sections kept
+    whole (degraded_misses.doxygen_member_sections), beside the shipped chunking."""
+    if site.generator != "Doxygen":
+        return []
+    with degraded_misses.doxygen_member_sections():
+        members = runs(corpus.site, work / f"members-{site.key}")
+    lines = [
+        "S4 page MRR (no page / unrelated long page / home page / the page itself; worst "
+        "gap), shipped chunking -> Doxygen member sections:",
+        "",
+    ]
+    for label, other in members.items():
+        shipped = degraded_misses.lever_rates(other, qs)[next(iter(degraded_misses.LEVERS))]
+        levers[label][degraded_misses.MEMBERS] = shipped
+        mrr = condition_mrr(other, qs, False, retrieval.CURRENT_PAGE_WEIGHT)
+        before, after = (
+            " / ".join(f"{m[c]:.3f}" for c in CONDITIONS) + f"; {worst_gap(m):+.3f}"
+            for m in (s4[label], mrr)
+        )
+        lines.append(f"- {label}: {before} -> {after}")
+    return [*lines, ""]
+
+
 def measure(work: Path) -> tuple[str, str]:
     lines = [
         f"Measured by `make bench-retrieval` ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} "
@@ -329,17 +360,21 @@ def measure(work: Path) -> tuple[str, str]:
         corpus = site.fetch(work / f"site-{site.key}")
         qs = quality.load_set(site.questions)
         levers: dict[str, dict[str, tuple[float, float]]] = {}
+        s4: dict[str, dict[str, float]] = {}
         for name, run in runs(corpus.site, work / f"index-{site.key}").items():
             missing = quality.missing_pages(run.kb, qs)
             if missing:
                 raise SystemExit(f"{site.key}: expected pages missing from the index: {missing}")
-            lines += [*site_table(site, corpus, name, site_report(run, qs)), ""]
+            found = site_report(run, qs)
+            lines += [*site_table(site, corpus, name, found), ""]
             levers[name] = degraded_misses.lever_rates(run, qs)
+            s4[name] = next(iter(found["variants"].values()))
         with degraded_misses.no_short_sections_merged():
             unmerged = runs(corpus.site, work / f"unmerged-{site.key}")
         for label, other in unmerged.items():
             shipped = degraded_misses.lever_rates(other, qs)[next(iter(degraded_misses.LEVERS))]
             levers[label][degraded_misses.UNMERGED] = shipped
+        member_lines = member_sections_lever(site, corpus, qs, work, levers, s4)
         # The misses beside the default embedder (the last run): what a visitor gets.
         degraded += [
             f"**{corpus.name}, {corpus.version}** ({site.generator}; "
@@ -347,6 +382,7 @@ def measure(work: Path) -> tuple[str, str]:
             "",
             *degraded_misses.lever_table(levers),
             "",
+            *member_lines,
             f"Its misses beside the {name}: the page rank of the expected page and of the "
             "quoted section's page under each signal (1 = ranked first):",
             "",

@@ -13,7 +13,7 @@ import pytest
 
 from chatguard.cli import main
 from indexer.policy import IndexPolicy
-from indexer.provenance import BYTES, drift, read_record, record_site
+from indexer.provenance import BYTES, TEXT, TEXT_LINKS, drift, read_record, record_site
 from steps.lib.grounding.knowledge import load_knowledge
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,3 +125,25 @@ def test_an_older_record_of_bytes_is_still_compared_by_bytes(site: Path) -> None
     del raw["digests"]
     older = type(record).from_json(raw)
     assert older.digests == BYTES and not drift(older, site).stale
+
+
+def test_a_changed_link_makes_the_index_stale_and_an_older_record_is_not_called_stale(
+    site: Path,
+) -> None:
+    """The index keeps each section's links ("also see" follows them): the same words
+    linking elsewhere are a change it must follow. A record written before links were
+    digested (the naive digest, text alone) misses that change, and an index built then
+    is not called stale for lacking links (it still loads and answers, without them)."""
+    policy = IndexPolicy((), ())
+    record = record_site(site, policy)
+    assert record.digests == TEXT_LINKS
+    older_raw = record_site(site, policy, digests=TEXT).as_json()
+    older = type(record).from_json(older_raw)
+    assert not drift(older, site).stale
+    intro = site / "api" / "intro.html"
+    html = intro.read_text(encoding="utf-8")
+    link = 'href="https://markupsafe.palletsprojects.com/">MarkupSafe'
+    assert link in html
+    intro.write_text(html.replace(link, 'href="faq.html">MarkupSafe'), encoding="utf-8")
+    assert drift(record, site).changed == ("api/intro.html",)
+    assert not drift(older, site).stale  # text alone: the new link goes unseen

@@ -8,6 +8,9 @@ Three files in one directory, written by `chatguard index` (indexer/artifact.py)
   frequencies and field lengths as float32, chunk numbers as int32), and every string
   the runtime needs (the vocabulary, sorted; each chunk's id, heading trail and plain
   text; the page paths) as one UTF-8 blob per kind with an int32 array of end offsets;
+  and each chunk's links to other indexed pages' sections (LINK_DTYPES: optional, so an
+  index built before they were recorded still loads, with none; rebuild it to have S7
+  follow them);
 - ``knowledge.json``: a small header: schema version, embedder id and dimensions, the
   chunk count, the terms version, where each array lies in index.bin, the CRC-32 of
   both binary files, what the index was built from (``site``: the site folder's name and
@@ -86,6 +89,15 @@ INDEX_DTYPES: dict[str, np.dtype[Any]] = {
     **{k: v for k, v in LEXICAL_DTYPES.items() if k != "document_frequency"},
     **STRING_DTYPES,
 }
+# Optional (an index built before chunks' links were recorded lacks them and still loads,
+# with no links): per chunk, where its links start in the link strings (CSR, one more
+# than the chunks); the strings are each link's target ("page#anchor") and text in turn.
+LINK_DTYPES: dict[str, np.dtype[Any]] = {
+    "link_ptr": np.dtype("<i4"),
+    "link_ends": np.dtype("<i4"),
+    "link_blob": np.dtype("u1"),
+}
+_FIELDS_PER_LINK = 2  # target, text
 _SEAL_HEAD = b',"checksum":"'
 _SEAL_TAIL = b'"}'
 _SEAL_DIGITS = 8
@@ -99,6 +111,10 @@ class Chunk:
     heading: str  # the heading trail, e.g. "Rate limiting > Windows"
     text: str
     tokens: int
+    # Links in the section's own text to another indexed page's section: (that chunk's
+    # id-style target "page#anchor", the link's text). Written by the indexer
+    # (build.resolve_links); an index built before they were recorded has none.
+    links: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
 
 class Strings(Sequence[str]):
@@ -253,6 +269,17 @@ class Knowledge:
     # per page number: its first chunk (title, description or opening paragraph), derived
     # at load; ranking reads the page's topic from it (retrieval.page_parts)
     page_head: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    # the chunks' links (LINK_DTYPES): empty for an index built before they were recorded
+    link_ptr: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    link_strings: Sequence[str] = ()
+
+    def links_of(self, index: int) -> list[tuple[str, str]]:
+        """Chunk `index`'s links to other indexed pages' sections: (page#anchor, text)."""
+        if self.link_ptr.size == 0:
+            return []
+        start, end = (int(v) * _FIELDS_PER_LINK for v in self.link_ptr[index : index + 2])
+        flat = self.link_strings[start:end]
+        return list(zip(flat[0::2], flat[1::2], strict=True))
 
     def page_chunks(self, page: str | None) -> tuple[int, ...]:
         """Indexes of the chunks of one page (document order); empty for unknown pages."""
@@ -362,6 +389,7 @@ def index_arrays(chunks: Sequence[Chunk], lexical: Mapping[str, Any]) -> dict[st
     term_ends, term_blob = pack_strings(lexical["terms"])
     chunk_ends, chunk_blob = pack_strings([s for c in chunks for s in (c.id, c.heading, c.text)])
     page_ends, page_blob = pack_strings(list(numbers))
+    link_ptr, link_ends, link_blob = link_arrays(chunks)
     strings = {
         "term_ends": term_ends,
         "term_blob": term_blob,
@@ -376,7 +404,19 @@ def index_arrays(chunks: Sequence[Chunk], lexical: Mapping[str, Any]) -> dict[st
     out["postings_ptr"] = postings_pointers(out["document_frequency"])
     out["idf"] = idf_weights(out["document_frequency"], len(chunks))
     out.update(strings)
-    return {key: np.ascontiguousarray(out[key], dtype=dtype) for key, dtype in INDEX_DTYPES.items()}
+    out.update(link_ptr=link_ptr, link_ends=link_ends, link_blob=link_blob)
+    return {
+        key: np.ascontiguousarray(out[key], dtype=dtype)
+        for key, dtype in {**INDEX_DTYPES, **LINK_DTYPES}.items()
+    }
+
+
+def link_arrays(chunks: Sequence[Chunk]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(CSR pointers by chunk, string ends, string blob) of the chunks' links."""
+    counts = [len(c.links) for c in chunks]
+    ptr = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype("<i4")
+    ends, blob = pack_strings([s for c in chunks for link in c.links for s in link])
+    return ptr, ends, blob
 
 
 _ALIGN = 8  # every array starts on an 8-byte boundary of the file
@@ -387,7 +427,8 @@ def pack_index(arrays: Mapping[str, np.ndarray]) -> tuple[bytes, dict[str, list[
     parts: list[bytes] = []
     layout: dict[str, list[int]] = {}
     offset = 0
-    for key, dtype in INDEX_DTYPES.items():
+    optional = {k: v for k, v in LINK_DTYPES.items() if k in arrays}
+    for key, dtype in {**INDEX_DTYPES, **optional}.items():
         raw = np.ascontiguousarray(arrays[key], dtype=dtype).tobytes()
         layout[key] = [offset, len(raw) // dtype.itemsize]
         padding = -len(raw) % _ALIGN
@@ -399,8 +440,9 @@ def pack_index(arrays: Mapping[str, np.ndarray]) -> tuple[bytes, dict[str, list[
 def unpack_index(raw: bytes | np.ndarray, layout: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """Zero-copy views of index.bin's arrays (read-only), checked against its size."""
     arrays: dict[str, np.ndarray] = {}
+    optional = {k: v for k, v in LINK_DTYPES.items() if k in layout}
     try:
-        for key, dtype in INDEX_DTYPES.items():
+        for key, dtype in {**INDEX_DTYPES, **optional}.items():
             offset, count = (int(v) for v in layout[key])
             if offset < 0 or count < 0 or offset + count * dtype.itemsize > len(raw):
                 raise ValueError(f"{key} lies outside the file")
@@ -474,6 +516,8 @@ def build_knowledge(
     arrays["idf"] = idf_weights(df, n)
     vocabulary = dict(zip(term_list, range(len(term_list)), strict=True))
     pages = PageIndex(list(numbers), page_of)
+    link_ptr, link_ends, link_blob = link_arrays(chunks)
+    arrays.update(link_ptr=link_ptr, link_ends=link_ends, link_blob=link_blob)
     return _assemble(tuple(chunks), matrix, embedder, arrays, vocabulary, page_of, pages)
 
 
@@ -504,7 +548,18 @@ def _assemble(
         page_of=page_of,
         pages=pages,
         page_head=np.unique(page_of, return_index=True)[1] if page_of.size else page_of,
+        **_links(arrays),
     )
+
+
+def _links(arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """The Knowledge fields of the chunks' links, when the index has them."""
+    if "link_ptr" not in arrays:
+        return {}
+    return {
+        "link_ptr": arrays["link_ptr"],
+        "link_strings": Strings(arrays["link_blob"], arrays["link_ends"]),
+    }
 
 
 @cache
@@ -560,8 +615,10 @@ def _load_described(directory: Path, embedder: str | None) -> Knowledge:
         or (terms_n and int(arrays["postings_ptr"][-1]) != count["postings"])
         or any(
             count[f"{kind}_ends"] and int(arrays[f"{kind}_ends"][-1]) != count[f"{kind}_blob"]
-            for kind in ("term", "chunk", "page")
+            for kind in ("term", "chunk", "page", "link")
+            if f"{kind}_ends" in count
         )
+        or ("link_ptr" in count and not _links_fit(arrays, n))
     ):
         raise KnowledgeError("lexical statistics do not match the chunks")
     page_names = Strings(arrays["page_blob"], arrays["page_ends"])
@@ -575,6 +632,16 @@ def _load_described(directory: Path, embedder: str | None) -> Knowledge:
     vocabulary = Vocabulary(Strings(arrays["term_blob"], arrays["term_ends"]))
     pages = PageIndex(page_names, page_of)
     return _assemble(chunks, matrix, metadata["embedder"]["id"], arrays, vocabulary, page_of, pages)
+
+
+def _links_fit(arrays: Mapping[str, np.ndarray], n: int) -> bool:
+    """The links' pointers cover the chunks and their strings, in order."""
+    ptr = arrays["link_ptr"]
+    if "link_ends" not in arrays or ptr.shape[0] != n + 1 or int(ptr[0]) != 0:
+        return False
+    return int(ptr[-1]) * _FIELDS_PER_LINK == arrays["link_ends"].shape[0] and bool(
+        np.all(ptr[1:] >= ptr[:-1])
+    )
 
 
 def incompatible(directory: Path, why: str, embedder: str | None = None) -> KnowledgeError:
