@@ -22,10 +22,11 @@ lexical part alone beside the hashing stand-in, S4's hybrid beside the local mod
   section merged into its neighbour for being short (indexer/chunking.py merges sections
   under MIN_TOKENS, which puts each one-line Doxygen member under another member's
   heading), S7 as shipped on that index;
-- and, on the Doxygen sites, the indexer's Doxygen-aware rule (chunk_page's
-  `member_sections`: a member's section is never merged and is headed by its name), with
-  S4's page MRR beside it (a chunking change moves S4 too). Other generators' pages carry
-  no member mark, so their index is the same with it (tests/indexer/test_doxygen_members.py).
+- and, on the Doxygen sites, the chunking before the indexer's Doxygen-aware rule
+  (chunk_page's `member_sections`, shipped: a member's section is never merged and is
+  headed by its name), with S4's page MRR beside it (a chunking change moves S4 too).
+  Other generators' pages carry no member mark, so their index is the same with it
+  (tests/indexer/test_doxygen_members.py).
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ UNMERGED = (
 )
 
 
-MEMBERS = "indexer: Doxygen member sections never merged, headed by the member, S7 as shipped"
+MEMBERS = "indexer: Doxygen member sections merged as before (not kept whole), S7 as shipped"
 
 
 @contextmanager
@@ -172,9 +173,10 @@ def no_short_sections_merged() -> AbstractContextManager[None]:
     return chunking_defaults(min_tokens=0)
 
 
-def doxygen_member_sections() -> AbstractContextManager[None]:
-    """Index with Doxygen member sections kept whole and alone meanwhile."""
-    return chunking_defaults(member_sections=True)
+def doxygen_members_merged() -> AbstractContextManager[None]:
+    """Index with Doxygen member sections merged like any short section meanwhile (the
+    chunking before member sections were kept whole and alone)."""
+    return chunking_defaults(member_sections=False)
 
 
 def lever_rates(run: Run, qs: quality.QuestionSet) -> dict[str, tuple[float, float]]:

@@ -320,15 +320,15 @@ def member_sections_lever(
     levers: dict[str, dict[str, tuple[float, float]]],
     s4: dict[str, dict[str, float]],
 ) -> list[str]:
-    """On a Doxygen site: S7 (a lever row) and S4's page MRR with member sections kept
-    whole (degraded_misses.doxygen_member_sections), beside the shipped chunking."""
+    """On a Doxygen site: S7 (a lever row) and S4's page MRR with member sections merged
+    as before (degraded_misses.doxygen_members_merged), beside the shipped chunking."""
     if site.generator != "Doxygen":
         return []
-    with degraded_misses.doxygen_member_sections():
+    with degraded_misses.doxygen_members_merged():
         members = runs(corpus.site, work / f"members-{site.key}")
     lines = [
         "S4 page MRR (no page / unrelated long page / home page / the page itself; worst "
-        "gap), shipped chunking -> Doxygen member sections:",
+        "gap), Doxygen member sections merged as before -> kept whole (shipped):",
         "",
     ]
     for label, other in members.items():
@@ -337,7 +337,7 @@ def member_sections_lever(
         mrr = condition_mrr(other, qs, False, retrieval.CURRENT_PAGE_WEIGHT)
         before, after = (
             " / ".join(f"{m[c]:.3f}" for c in CONDITIONS) + f"; {worst_gap(m):+.3f}"
-            for m in (s4[label], mrr)
+            for m in (mrr, s4[label])  # merged as before -> shipped
         )
         lines.append(f"- {label}: {before} -> {after}")
     return [*lines, ""]

@@ -60,12 +60,12 @@ def test_a_members_doc_is_its_own_chunk_named_by_the_member(
     assert f'class="{DOXYGEN_MEMBER_TITLE}"' in html  # Doxygen's markup, not a guess by path
     page = page_of(DOXYGEN / file, DOXYGEN)
     assert MIN_TOKENS > 0
-    assert not MEMBER_SECTIONS  # measured, not adopted: the shipped chunking is the naive one
-    chunk = holding(chunk_page(page, member_sections=True), doc)
+    assert MEMBER_SECTIONS  # the shipped chunking
+    chunk = holding(chunk_page(page), doc)
     assert chunk.heading.endswith(f" > {member}")
     assert chunk.id.partition("#")[2] in html  # the member's own anchor, on the page
     assert other_doc not in chunk.text  # no neighbour folded in
-    naive = holding(chunk_page(page), doc)
+    naive = holding(chunk_page(page, member_sections=False), doc)
     assert not naive.heading.endswith(f" > {member}") or other_doc in naive.text
 
 
@@ -73,10 +73,10 @@ def test_every_member_of_a_flag_page_is_a_chunk() -> None:
     page = page_of(DOXYGEN / "group__mdb__env.html", DOXYGEN)
     members = [b.text.replace("\\", "") for b in page.blocks if b.member]
     assert len(members) >= 10  # MDB_FIXEDMAP ... MDB_NOMEMINIT
-    headings = [c.heading.rpartition(" > ")[2] for c in chunk_page(page, member_sections=True)]
+    headings = [c.heading.rpartition(" > ")[2] for c in chunk_page(page)]
     assert all(m in headings for m in members)
-    assert chunk_page(unmarked(page), member_sections=True) == chunk_page(page)  # the mark
-    naive = [c.heading.rpartition(" > ")[2] for c in chunk_page(page)]
+    assert chunk_page(unmarked(page)) == chunk_page(page, member_sections=False)  # the mark
+    naive = [c.heading.rpartition(" > ")[2] for c in chunk_page(page, member_sections=False)]
     assert sum(m in naive for m in members) < len(members) / 2  # all but a few were folded
 
 
@@ -94,7 +94,7 @@ def other_generators_pages() -> list[tuple[Path, Path]]:
 def test_other_generators_pages_are_chunked_as_before(path: Path, root: Path) -> None:
     page = page_of(path, root)
     assert not any(b.member for b in page.blocks)
-    assert chunk_page(page, member_sections=True) == chunk_page(page)
+    assert chunk_page(page) == chunk_page(page, member_sections=False)
 
 
 _TEXT = st.sampled_from(["one line.", "a short flag doc.", " ".join(["word"] * 60)])
