@@ -178,15 +178,21 @@ print(json.dumps([load[0], load[1], statistics.median(cpu) * 1e3, first * 1e3]))
 def cold_costs(candidate: Candidate, texts: list[str], rounds: int = 3) -> list[float]:
     """Median over fresh processes of (load CPU s, load wall s, a warm query's CPU ms, the
     first query's CPU ms: a lazily mapped model pays there), on one thread as S4 runs."""
+    return fresh_process_medians(PROBE.format(load=candidate.probe), texts, rounds)
+
+
+def fresh_process_medians(code: str, payload: Any, rounds: int = 3) -> list[float]:
+    """Run `code` in `rounds` fresh interpreters on one thread, `payload` as JSON on its
+    stdin; the median of each figure of the JSON list it prints (a cold start each time)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     runs = []
     for _ in range(rounds):
         out = subprocess.run(
-            [sys.executable, "-c", PROBE.format(load=candidate.probe)], cwd=ROOT, env=env,
-            input=json.dumps(texts), capture_output=True, text=True, check=True, timeout=600,
+            [sys.executable, "-c", code], cwd=ROOT, env=env, input=json.dumps(payload),
+            capture_output=True, text=True, check=True, timeout=900,
         ).stdout  # fmt: skip
         runs.append(json.loads(out))
-    return [statistics.median(r[i] for r in runs) for i in range(4)]
+    return [statistics.median(r[i] for r in runs) for i in range(len(runs[0]))]
 
 
 def site_figures(run: Run, qs: quality.QuestionSet) -> dict[str, float]:

@@ -30,11 +30,8 @@ second stages are measured alone.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import re
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,13 +44,10 @@ from unittest import mock
 
 import numpy as np
 
-from indexer.build import build
-from indexer.local_model import CachedLocalEmbedder
 from steps.lib.grounding import retrieval
-from steps.lib.grounding.knowledge import Knowledge, load_knowledge
-from steps.lib.providers.local_embedder import LocalEmbedder, conversation_vector, default_threads
+from steps.lib.grounding.knowledge import Knowledge
+from steps.lib.providers.local_embedder import LocalEmbedder, default_threads
 from tests.bench import embedding_models, quality, report, visitor_conditions
-from tests.bench.visitor_conditions import POLICY, Run
 
 ROOT = Path(__file__).resolve().parents[2]
 # Issue 28's bound on S7's cold INIT growth (CPU s: the reranker's import + load).
@@ -307,26 +301,8 @@ def cold_costs(
 ) -> list[float]:
     """Median over fresh processes on one thread of (import + load CPU s, wall s, one
     question's reranking CPU ms for its pool, the first question's)."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     code = PROBE.format(probe=candidate.probe, scorer=candidate.scorer)
-    runs = []
-    for _ in range(rounds):
-        out = subprocess.run(
-            [sys.executable, "-c", code], cwd=ROOT, env=env, input=json.dumps(cases),
-            capture_output=True, text=True, check=True, timeout=900,
-        ).stdout  # fmt: skip
-        runs.append(json.loads(out))
-    return [statistics.median(r[i] for r in runs) for i in range(4)]
-
-
-def local_run(site: Path, work: Path, model: LocalEmbedder) -> Run:
-    local = CachedLocalEmbedder(lambda: model, cache_path=work / "local-cache.json")
-    build(site, work / "local", POLICY, local)
-    return Run(
-        load_knowledge(work / "local"),
-        lambda q: conversation_vector(model, q.message or q.text, q.earlier),
-        True,
-    )
+    return embedding_models.fresh_process_medians(code, cases, rounds)
 
 
 # The cost probe reranks the pool of the stage that did best here (10 passages), for every
@@ -348,7 +324,7 @@ def measure(work: Path, keys: Sequence[str] | None = None) -> str:
         if keys and site.key not in keys:
             continue
         corpus = site.fetch(work / f"site-{site.key}")
-        run = local_run(corpus.site, work / f"index-{site.key}", model)
+        run = visitor_conditions.local_run(corpus.site, work / f"index-{site.key}", model)
         qs = quality.load_set(site.questions)
         baseline = embedding_models.site_figures(run, qs)
         for candidate in usable:

@@ -301,15 +301,21 @@ def runs(site: Path, work: Path) -> dict[str, Run]:
             load_knowledge(work / "hashing"), lambda q: EMBEDDER.embed([q.text])[0], False
         )
     }
-    model = LocalEmbedder(threads=default_threads())
+    out["local model (MiniLM, the default)"] = local_run(
+        site, work, LocalEmbedder(threads=default_threads())
+    )
+    return out
+
+
+def local_run(site: Path, work: Path, model: LocalEmbedder) -> Run:
+    """The site indexed by the local model into `work`/local, S4 ranking beside it."""
     local = CachedLocalEmbedder(lambda: model, cache_path=work / "local-cache.json")
     build(site, work / "local", POLICY, local)
-    out["local model (MiniLM, the default)"] = Run(
+    return Run(
         load_knowledge(work / "local"),
         lambda q: conversation_vector(model, q.message or q.text, q.earlier),
         True,
     )
-    return out
 
 
 def member_sections_lever(

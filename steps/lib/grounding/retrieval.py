@@ -418,21 +418,16 @@ def linked_pages(
     own = kb.chunks[index].page
     best: dict[str, float] = {}
     for target, text in kb.links_of(index):
-        page = target.partition("#")[0]
-        chunks = kb.page_chunks(page)
-        if not chunks or kb.chunks[chunks[0]].page == own:
+        chunks = kb.page_chunks(target)  # the target's page (page_chunks drops "#anchor")
+        if not chunks or (page := kb.chunks[chunks[0]].page) == own:
             continue
         hits = [i for i in chunks if kb.chunks[i].id.partition("~")[0] == target]
         # A section merged into its neighbour for being short has no chunk of its own:
         # its title stays in that chunk's text, which names what the link names.
         hits = hits or [i for i in chunks if text in kb.chunks[i].text]
-        if not hits:
+        if not hits or (wanted.isdisjoint(terms(text)) and not any(lexical[i] > 0 for i in hits)):
             continue
-        score = max(float(total[i]) for i in hits)
-        if wanted.isdisjoint(terms(text)) and not any(lexical[i] > 0 for i in hits):
-            continue
-        key = kb.chunks[chunks[0]].page
-        best[key] = max(best.get(key, -np.inf), score)
+        best[page] = max(best.get(page, -np.inf), *(float(total[i]) for i in hits))
     return sorted(best, key=lambda p: -best[p])
 
 
