@@ -1,6 +1,6 @@
 """Writing the knowledge artifact (the format itself lives in steps/lib/grounding/knowledge.py).
 
-The three files are written into a fresh temporary directory beside the output and then
+The files are written into a fresh temporary directory beside the output and then
 swapped in, so a failed or interrupted build never leaves a half-written artifact for
 the runtime to load: the previous artifact stays until the new one is complete.
 """
@@ -11,12 +11,14 @@ import io
 import shutil
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from steps.lib.grounding.knowledge import (
+    DEGRADED_MATRIX_FILE,
     INDEX_FILE,
     MATRIX_FILE,
     METADATA_FILE,
@@ -28,6 +30,15 @@ from steps.lib.grounding.knowledge import (
     pack_index,
     seal,
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Degraded:
+    """The degraded answer's vectors: the chunks embedded by a free (local) embedder."""
+
+    matrix: np.ndarray
+    embedder: str
+
 
 # float16 on disk: half the bytes of float32 and no ranking change on the sample site
 # (docs/benchmarks.md, "float16 vs float32"); the runtime widens it to float32 on load.
@@ -48,21 +59,30 @@ def artifact_metadata(
     """knowledge.json's header (unsealed): everything else lies in the two binary files."""
     return {
         "schema": SCHEMA_VERSION,
-        "embedder": {"id": embedder, "dimensions": shape[1]},
+        **matrix_header(matrix_bytes, shape, embedder, dtype=dtype, file=MATRIX_FILE),
         "chunks": n_chunks,
-        "matrix": {
-            "file": MATRIX_FILE,
-            "dtype": dtype,
-            "shape": list(shape),
-            # where the data starts after the .npy header: the runtime reads no header
-            "offset": len(matrix_bytes) - shape[0] * shape[1] * np.dtype(dtype).itemsize,
-            "crc32": checksum(matrix_bytes),
-        },
         "index": {
             "file": INDEX_FILE,
             "terms_version": terms_version,
             "crc32": checksum(index_bytes),
             "layout": layout,
+        },
+    }
+
+
+def matrix_header(
+    matrix_bytes: bytes, shape: tuple[int, int], embedder: str, *, dtype: str, file: str
+) -> dict[str, Any]:
+    """One matrix's part of the header: who embedded it, and where and how it is stored."""
+    return {
+        "embedder": {"id": embedder, "dimensions": shape[1]},
+        "matrix": {
+            "file": file,
+            "dtype": dtype,
+            "shape": list(shape),
+            # where the data starts after the .npy header: the runtime reads no header
+            "offset": len(matrix_bytes) - shape[0] * shape[1] * np.dtype(dtype).itemsize,
+            "crc32": checksum(matrix_bytes),
         },
     }
 
@@ -81,12 +101,17 @@ def write_artifact(
     *,
     dtype: type[np.floating[Any]] = DISK_DTYPE,
     site: dict[str, Any] | None = None,
+    degraded: Degraded | None = None,
 ) -> dict[str, Any]:
-    """Write the three files atomically (as a directory swap); returns the metadata
-    (unsealed). `site` is what the index was built from (indexer/provenance.py), kept in
-    the header for the commands that pair an index with a site; the runtime ignores it."""
-    if not np.all(np.isfinite(matrix)):
+    """Write the files atomically (as a directory swap); returns the metadata (unsealed).
+    `site` is what the index was built from (indexer/provenance.py), kept in the header
+    for the commands that pair an index with a site; the runtime ignores it. `degraded`:
+    the same chunks embedded by the degraded answer's free embedder, written beside."""
+    matrices = [matrix] if degraded is None else [matrix, degraded.matrix]
+    if not all(np.all(np.isfinite(m)) for m in matrices):
         raise ValueError("embedding matrix holds NaN or infinity; refusing to write it")
+    if degraded is not None and degraded.matrix.shape[0] != matrix.shape[0]:
+        raise ValueError("the degraded answer's matrix does not have one row per chunk")
     raw = npy_bytes(matrix, dtype)
     lexical = lexical_stats(chunks)
     index_bytes, layout = pack_index(index_arrays(chunks, lexical))
@@ -100,26 +125,36 @@ def write_artifact(
         layout=layout,
         terms_version=lexical["terms_version"],
     )
+    files = {MATRIX_FILE: raw, INDEX_FILE: index_bytes}
+    if degraded is not None:
+        extra = npy_bytes(degraded.matrix, dtype)
+        shape = (int(degraded.matrix.shape[0]), int(degraded.matrix.shape[1]))
+        metadata["degraded"] = matrix_header(
+            extra, shape, degraded.embedder, dtype=np.dtype(dtype).name, file=DEGRADED_MATRIX_FILE
+        )
+        files[DEGRADED_MATRIX_FILE] = extra
     if site is not None:
         metadata["site"] = site
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
-        (staging / MATRIX_FILE).write_bytes(raw)
-        (staging / INDEX_FILE).write_bytes(index_bytes)
+        for name, data in files.items():
+            (staging / name).write_bytes(data)
         (staging / METADATA_FILE).write_bytes(seal(metadata))
-        _swap(staging, out)
+        _swap(staging, out, tuple(files))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return metadata
 
 
-def _swap(staging: Path, out: Path) -> None:
+def _swap(staging: Path, out: Path, binaries: tuple[str, ...]) -> None:
     if not out.exists():
         staging.rename(out)
         return
     # Replace only our files, so anything else an operator keeps in `out` survives; each
-    # os.replace is atomic, and the metadata (which pins both binary checksums) goes last.
-    for name in (MATRIX_FILE, INDEX_FILE, METADATA_FILE):
+    # os.replace is atomic, and the metadata (which pins the binaries' checksums) goes last.
+    for name in (*binaries, METADATA_FILE):
         (staging / name).replace(out / name)
+    if DEGRADED_MATRIX_FILE not in binaries:  # a matrix the new header no longer names
+        (out / DEGRADED_MATRIX_FILE).unlink(missing_ok=True)

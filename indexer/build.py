@@ -13,7 +13,7 @@ import numpy as np
 
 from steps.lib.grounding.knowledge import Chunk, chunk_document, normalise_page
 
-from .artifact import write_artifact
+from .artifact import Degraded, write_artifact
 from .chunking import chunk_page
 from .pages import Page, parse_page
 from .policy import IndexPolicy, Violation, violations
@@ -63,6 +63,7 @@ class BuildReport:
     out: Path
     empty: tuple[str, ...] = ()  # page files with no text to index (skipped)
     utility: tuple[str, ...] = ()  # a generator's utility pages left out (in `excluded` too)
+    degraded_embedder: str | None = None  # the degraded answer's own vectors, when written
 
 
 def collect(site: Path, policy: IndexPolicy) -> tuple[list[Page], list[str]]:
@@ -131,15 +132,26 @@ def resolve_links(
     return out
 
 
-def build(site: Path, out: Path, policy: IndexPolicy, embedder: Embedder) -> BuildReport:
-    """Check everything first, then embed, then write: a refusal writes nothing."""
+def build(
+    site: Path,
+    out: Path,
+    policy: IndexPolicy,
+    embedder: Embedder,
+    degraded_embedder: Embedder | None = None,
+) -> BuildReport:
+    """Check everything first, then embed, then write: a refusal writes nothing.
+
+    `degraded_embedder` (a free one: the local model) embeds the same chunks a second
+    time, for the degraded answer, when `embedder` is one S7 may not call (Titan)."""
     source_chunks, excluded = plan(site, policy)
     site_record = record_site(site, policy)  # what the index was built from
     chunks = [chunk for _, chunk in source_chunks]
-    matrix = embedder.embed([chunk_document(chunk) for chunk in chunks])
-    if matrix.shape != (len(chunks), embedder.dimensions):
-        raise BuildError(f"embedder returned {matrix.shape}, expected {len(chunks)} rows")
-    write_artifact(out, chunks, matrix, embedder.id, site=site_record.as_json())
+    documents = [chunk_document(chunk) for chunk in chunks]
+    matrix = _embedded(embedder, documents)
+    degraded = None
+    if degraded_embedder is not None and degraded_embedder.id != embedder.id:
+        degraded = Degraded(_embedded(degraded_embedder, documents), degraded_embedder.id)
+    write_artifact(out, chunks, matrix, embedder.id, site=site_record.as_json(), degraded=degraded)
     indexed = {source for source, _ in source_chunks}
     pages, _ = collect(site, policy)
     return BuildReport(
@@ -152,7 +164,15 @@ def build(site: Path, out: Path, policy: IndexPolicy, embedder: Embedder) -> Bui
         out=out,
         empty=tuple(page.source for page in pages if page.source not in indexed),
         utility=utility_pages(excluded, policy),
+        degraded_embedder=degraded.embedder if degraded else None,
     )
+
+
+def _embedded(embedder: Embedder, documents: Sequence[str]) -> np.ndarray:
+    matrix = embedder.embed(documents)
+    if matrix.shape != (len(documents), embedder.dimensions):
+        raise BuildError(f"embedder returned {matrix.shape}, expected {len(documents)} rows")
+    return matrix
 
 
 def utility_pages(excluded: Sequence[str], policy: IndexPolicy) -> tuple[str, ...]:

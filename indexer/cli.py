@@ -1,4 +1,5 @@
-"""`chatguard index SITE_DIR [--out DIR] [--embedder local|titan|hashing]` (`python -m indexer`).
+"""`chatguard index SITE_DIR [--out DIR] [--embedder local|titan|hashing]
+[--degraded-vectors local|none]` (`python -m indexer`).
 
 Exit codes: 0 built; 1 refused (forbidden term, no pages, embedding failure; nothing
 written); 2 bad arguments (argparse).
@@ -36,6 +37,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="local",
         help="local = the bundled MiniLM model, offline (default); titan = Bedrock; "
         "hashing = the fast stand-in the unit tests use (not a semantic model)",
+    )
+    parser.add_argument(
+        "--degraded-vectors",
+        choices=("local", "none"),
+        default=None,
+        help="local = also embed every chunk with the local model, so the degraded answer "
+        "(which makes no billed call) ranks by meaning beside a Titan index; none = it ranks "
+        "by words alone (default: local with --embedder titan, else none)",
     )
     parser.add_argument(
         "--dimensions",
@@ -110,16 +119,7 @@ def make_embedder(args: argparse.Namespace) -> Embedder:
 
         return HashingEmbedder(args.dimensions)
     if args.embedder == "local":
-        from steps.lib.providers.local_embedder import MODEL_ID, LocalEmbedder, default_threads
-
-        from .local_model import CachedLocalEmbedder
-
-        cache = args.cache or args.out.parent / ".embedding-cache" / f"{MODEL_ID}.json"
-        return CachedLocalEmbedder(
-            lambda: LocalEmbedder(threads=default_threads()),
-            cache_path=cache,
-            progress=sys.stderr if sys.stderr.isatty() else None,
-        )
+        return local_embedder(args.cache, args.out)
     import boto3
     from botocore.config import Config
 
@@ -139,6 +139,30 @@ def make_embedder(args: argparse.Namespace) -> Embedder:
     )
 
 
+def local_embedder(cache: Path | None, out: Path) -> Embedder:
+    """The local model, its vectors cached beside the artifact (a rebuild embeds only the
+    chunks that changed)."""
+    from steps.lib.providers.local_embedder import MODEL_ID, LocalEmbedder, default_threads
+
+    from .local_model import CachedLocalEmbedder
+
+    return CachedLocalEmbedder(
+        lambda: LocalEmbedder(threads=default_threads()),
+        cache_path=cache or out.parent / ".embedding-cache" / f"{MODEL_ID}.json",
+        progress=sys.stderr if sys.stderr.isatty() else None,
+    )
+
+
+def make_degraded_embedder(args: argparse.Namespace) -> Embedder | None:
+    """The degraded answer's own embedder: the local model beside Titan by default (S7
+    must make no billed call, so it cannot embed a query with Titan), else none."""
+    wanted = args.degraded_vectors or ("local" if args.embedder == "titan" else "none")
+    if wanted == "none" or args.embedder == "local":  # the local index's vectors serve S7
+        return None
+    # Its own cache file: --cache names Titan's (one file per embedder id).
+    return local_embedder(None, args.out)
+
+
 def run(args: argparse.Namespace) -> int:
     from .build import BuildError, build
     from .policy import PolicyError
@@ -150,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         embedder = make_embedder(args)
-        report = build(args.site, args.out, policy, embedder)
+        report = build(args.site, args.out, policy, embedder, make_degraded_embedder(args))
     except BuildError as exc:
         print(f"chatguard index: refused, nothing written: {exc}", file=sys.stderr)
         return 1
@@ -181,9 +205,15 @@ def summary(report: BuildReport) -> str:
             "pages are; --keep-utility-pages keeps them"
         )
     note = f" ({'; '.join(skipped)})" if skipped else ""
+    degraded = (
+        f" (and {report.degraded_embedder} for the degraded answer)"
+        if report.degraded_embedder
+        else ""
+    )
     return (
         f"indexed {report.pages} pages{note} -> {report.chunks} chunks, "
-        f"{report.tokens:,} tokens, {report.embedder} x {report.dimensions} -> {shown(report.out)}"
+        f"{report.tokens:,} tokens, {report.embedder} x {report.dimensions}{degraded} -> "
+        f"{shown(report.out)}"
     )
 
 

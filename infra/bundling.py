@@ -45,7 +45,7 @@ from indexer.provenance import SiteRecord, read_record
 from infra import lambda_python as fetched_python
 from infra import runtime_sdk
 from infra.index_check import REBUILD, BuiltIndex
-from steps.lib.grounding.knowledge import ARTIFACT_FILES
+from steps.lib.grounding.knowledge import ARTIFACT_FILES, DEGRADED_MATRIX_FILE, carried_embedders
 from steps.lib.runtime.stages import Stage
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,7 +98,15 @@ class StepAsset:
         if self.with_knowledge:
             for name in KNOWLEDGE_FILES:
                 digest.update(_knowledge_file(name).read_bytes())
+            degraded = KNOWLEDGE_DIR / DEGRADED_MATRIX_FILE
+            if self.local_model and degraded.is_file():
+                digest.update(degraded.read_bytes())
         return digest.hexdigest()
+
+    @property
+    def local_model(self) -> bool:
+        """Whether the zip carries the local model (and so the index's vectors for it)."""
+        return "local_embedder.txt" in self.requirement_files
 
     @property
     def ships_botocore(self) -> bool:
@@ -163,6 +171,9 @@ def build_asset(asset: StepAsset, out: Path) -> None:
         target.mkdir(parents=True, exist_ok=True)
         for name in KNOWLEDGE_FILES:
             shutil.copy2(_knowledge_file(name), target / name)
+        degraded = KNOWLEDGE_DIR / DEGRADED_MATRIX_FILE
+        if asset.local_model and degraded.is_file():  # only a step with the model reads it
+            shutil.copy2(degraded, target / DEGRADED_MATRIX_FILE)
     python = lambda_interpreter()
     if python is None:
         _note_source_only()
@@ -299,6 +310,16 @@ def index_embedder() -> BuiltIndex:
     if not isinstance(embedder, dict):
         return BuiltIndex(str(embedder), 0)
     return BuiltIndex(str(embedder.get("id")), int(embedder.get("dimensions") or 0))
+
+
+def index_carries() -> tuple[str, ...]:
+    """The embedders whose vectors build/knowledge carries: its own, then the degraded
+    answer's when the indexer wrote them (knowledge.carried_embedders)."""
+    meta = json.loads(_knowledge_file("knowledge.json").read_text(encoding="utf-8"))
+    try:
+        return carried_embedders(meta)
+    except (KeyError, TypeError) as exc:
+        raise BundlingError(f"build/knowledge: unreadable header ({exc}); `{REBUILD}`") from exc
 
 
 def index_site() -> SiteRecord | None:

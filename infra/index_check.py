@@ -89,6 +89,37 @@ def check(
     raise IndexMismatch(f"{problem}; rebuild it with `{command}`{other}")
 
 
+def check_degraded(
+    carried: tuple[str, ...],
+    *,
+    embedder: str,
+    degraded_embedder: str,
+    stand_in_allowed: bool,
+    site: str = "SITE_DIR",
+) -> tuple[str, str | None]:
+    """How a Titan deployment's degraded answer (S7) ranks, from what the index carries:
+    (the `degraded_embedder` S7 gets, a warning or None). With `degraded_embedder =
+    "local"` the index must carry the local model's vectors (the indexer writes them
+    beside Titan's): else IndexMismatch, or with a stand-in allowed S7 ranks by words
+    alone and a warning says so. Beside the local embedder S7 uses the index's own."""
+    if embedder != "titan" or degraded_embedder != "local" or LOCAL_MODEL_ID in carried:
+        return degraded_embedder, None
+    problem = (
+        f"build/knowledge carries no {LOCAL_MODEL_ID!r} vectors for the degraded answer "
+        '("degraded_embedder": "local" ranks it by meaning with no billed call)'
+    )
+    if stand_in_allowed:
+        return "none", (
+            f"{problem}: synthesized with the degraded answer ranked by words alone, "
+            f"because {STAND_IN_CONTEXT} is set (not deployable)"
+        )
+    raise IndexMismatch(
+        f"{problem}; rebuild it with `{REBUILD.replace('SITE_DIR', site)}` (it writes them "
+        'beside Titan\'s), or set "degraded_embedder": "none" in cdk.json\'s chatguard block '
+        "to rank the degraded answer by words alone"
+    )
+
+
 def rebuild_command(wanted: str | None) -> str:
     """The `chatguard index` command that builds what the deployment's Retrieve wants."""
     return REBUILD_LOCAL if wanted == LOCAL_MODEL_ID else REBUILD

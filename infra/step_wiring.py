@@ -72,7 +72,8 @@ STEP_SETTINGS: dict[str, tuple[str, ...]] = {
         *BEDROCK_TIMEOUTS,
     ),
     "Reconcile": ("table_name", *PRICING),
-    # The bundled index at its default path; no limit, price or secret. `embedder`: with
-    # the local model it ranks by meaning too, at no model cost.
-    "Degraded": ("model_backend", "embedder"),
+    # The bundled index at its default path; no limit, price or secret. `embedder` and
+    # `degraded_embedder`: whether it ranks by meaning too, with the local model (no
+    # model cost).
+    "Degraded": ("model_backend", "embedder", "degraded_embedder"),
 }

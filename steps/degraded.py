@@ -1,14 +1,16 @@
 """S7 Degraded: a budget tripped (or the operator chose so): the closest section of the site,
-as plain text, with its source. Zero model cost: with Titan it ranks by the lexical match
-alone (an embedding would be a billed call); with the local embedder it embeds the query
-on this CPU and ranks by S4's own hybrid score.
+as plain text, with its source. Zero model cost: it embeds the query with the local model
+on this CPU and ranks by S4's own hybrid score over the local model's vectors (the index's
+own, or beside Titan's the second matrix the indexer writes for S7: a Titan embedding
+would be a billed call); with `degraded_embedder = "none"` beside Titan, by the lexical
+match alone.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from steps.lib.providers.embedder_choice import embedder_kind
+from steps.lib.providers.degraded_embedder import degraded_embedder_kind
 from steps.lib.runtime import init_phase, observability
 from steps.lib.runtime.settings import settings
 from steps.lib.text import blocks, prose
@@ -26,8 +28,9 @@ def _load_index() -> None:
 
 
 def _local_id(s: Any) -> str | None:
-    """The local model's id when it embeds queries (free to use here), else None."""
-    if embedder_kind(s) != "local":
+    """The local model's id when it embeds queries here (free: no provider call), else
+    None. Beside Titan its vectors are the index's second matrix (knowledge.py)."""
+    if degraded_embedder_kind(s) is None:
         return None
     from steps.lib.providers.local_embedder import MODEL_ID
 

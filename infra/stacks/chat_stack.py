@@ -25,10 +25,11 @@ from infra.blocks.pipeline_step import PipelineStep
 from infra.blocks.secrets import GeneratedSecrets
 from infra.blocks.site_distribution import SiteDistribution
 from infra.blocks.workflow import ChatWorkflow
-from infra.bundling import index_embedder, index_site, step_asset, step_code
+from infra.bundling import index_carries, index_embedder, index_site, step_asset, step_code
 from infra.config import RETENTION_DAYS, DeployConfig
 from infra.step_wiring import STEP_SETTINGS
 from steps.lib.money.ledger_items import shard_pks
+from steps.lib.providers.degraded_embedder import degraded_embedder_kind
 from steps.lib.providers.models import embedder_kind
 from steps.lib.runtime.settings import MAX_SHARDS, PROJECT_ROOT, Settings, cdk_context
 from steps.lib.runtime.stages import STAGES, Stage
@@ -79,7 +80,7 @@ class ChatStack(Stack):
             guardrail_version=self.guardrail.version.attr_version,
             guardrail_policy_count=self.guardrail.policy_count,
         )
-        self._check_index(runtime, stand_in_index)
+        runtime = self._check_index(runtime, stand_in_index)
         self.steps = self._steps(runtime, config)
         self.workflow = ChatWorkflow(
             self,
@@ -168,7 +169,10 @@ class ChatStack(Stack):
             ],
             "Degraded": [],  # the bundled index only: no AWS call at all
         }
-        assets = {s.state: step_asset(s, embedder_kind(runtime)) for s in STAGES}
+        # S7 carries the local model when it ranks with it (beside Titan too: no billed call).
+        kind = embedder_kind(runtime)
+        kinds = {"Degraded": degraded_embedder_kind(runtime) or kind}
+        assets = {s.state: step_asset(s, kinds.get(s.state, kind)) for s in STAGES}
         codes = {asset: step_code(asset) for asset in set(assets.values())}
         steps = {
             stage.state: PipelineStep(
@@ -196,11 +200,12 @@ class ChatStack(Stack):
         )
         return steps
 
-    def _check_index(self, runtime: Settings, stand_in_allowed: bool) -> None:
+    def _check_index(self, runtime: Settings, stand_in_allowed: bool) -> Settings:
         """Stop synthesis when the bundled index was embedded by another model than Retrieve
-        uses (every message would fail closed), or is stale: built from another site than
-        the one deployed, or before its pages last changed. A stand-in allowed on purpose is
-        a warning."""
+        uses (every message would fail closed), lacks the local model's vectors the
+        degraded answer ranks with, or is stale: built from another site than the one
+        deployed, or before its pages last changed. A stand-in allowed on purpose is a
+        warning. Returns the settings with how S7 ranks, as the index allows."""
         wanted = index_check.wanted_embedder(
             runtime.model_backend,
             runtime.embedding_model_id,
@@ -232,6 +237,16 @@ class ChatStack(Stack):
         )
         if stale:
             Annotations.of(self).add_warning_v2("chatguard:index-site", stale)
+        degraded, lexical = index_check.check_degraded(
+            index_carries(),
+            embedder=embedder_kind(runtime),
+            degraded_embedder=runtime.degraded_embedder,
+            stand_in_allowed=stand_in_allowed,
+            site=shown,
+        )
+        if lexical:
+            Annotations.of(self).add_warning_v2("chatguard:index-degraded", lexical)
+        return runtime.replace(degraded_embedder=degraded)
 
     def _outputs(self) -> None:
         CfnOutput(self, "SiteUrl", value=f"https://{self.site.distribution.domain_name}")

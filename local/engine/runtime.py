@@ -332,9 +332,9 @@ def _load_in_background(settings: Settings) -> threading.Thread:
     """
 
     def load() -> None:
-        from steps.lib.providers.embedder_choice import embedder_kind
+        from steps.lib.providers.degraded_embedder import degraded_embedder_kind
 
-        if embedder_kind(settings) != "local":
+        if degraded_embedder_kind(settings) is None:  # neither S4 nor S7 embeds locally
             return
         from steps.lib.providers import local_embedder
 

@@ -204,26 +204,42 @@ VENDORED_RETRIEVAL = bundling.StepAsset(
 )
 
 
+VENDORED_LOCAL_RETRIEVAL = bundling.StepAsset(
+    "retrieval-local-vendored",
+    ("lambda.txt", "botocore.txt", "numpy.txt", "local_embedder.txt"),
+    True,
+)
+
+
 def layout_asset(layout: str, stage: Stage) -> bundling.StepAsset:
+    # As cdk.json deploys: Retrieve beside Titan, S7 with the local model
+    # (degraded_embedder "local": it ranks with the vectors the index carries for it).
+    local = stage.state == "Degraded"
     if layout == "shipped":
-        return bundling.step_asset(stage, "titan")
-    return VENDORED_RETRIEVAL if stage.needs_numpy else VENDORED_GATE
+        return bundling.step_asset(stage, "local" if local else "titan")
+    if stage.needs_numpy:
+        return VENDORED_LOCAL_RETRIEVAL if local else VENDORED_RETRIEVAL
+    return VENDORED_GATE
 
 
 def bench_index(dest: Path) -> Path:
     """The site indexed under the Titan embedder's id (a stand-in: hashing vectors), so S4's
-    bedrock-backend check accepts it without a Bedrock call."""
+    bedrock-backend check accepts it without a Bedrock call, with the local model's
+    vectors beside for S7, as `chatguard index --embedder titan` writes them."""
     from indexer.build import build
+    from indexer.local_model import CachedLocalEmbedder
     from indexer.policy import IndexPolicy
     from steps.lib.providers.hashing_embedder import HashingEmbedder
+    from steps.lib.providers.local_embedder import shared
 
     s = Settings()
 
     class StandInTitan(HashingEmbedder):
         id = bedrock_embedder_id(s.embedding_model_id, s.embedding_dimensions)
 
+    local = CachedLocalEmbedder(shared, cache_path=dest.parent / "local-cache.json")
     build(ROOT / "examples" / "site", dest, IndexPolicy.from_context(cdk_context()),
-          StandInTitan(s.embedding_dimensions))  # fmt: skip
+          StandInTitan(s.embedding_dimensions), local)  # fmt: skip
     return dest
 
 

@@ -54,9 +54,10 @@ INTRO = (
     "`bench:visitor`): the degraded answer's two figures, the share of questions whose quoted "
     "section is on the expected page / whose expected page is that page or one of its two "
     '"also see" links, as shipped and under each lever issue 28 named as a suspect, '
-    "ranked as S7 ranks (the lexical part alone beside the hashing stand-in, a Titan "
-    "deployment's model; S4's hybrid beside the local model); then each question the local "
-    "model's degraded answer quotes from another page."
+    "ranked as S7 ranks (the lexical part alone beside the hashing stand-in, as a Titan "
+    "deployment's S7 does with `degraded_embedder` none; S4's hybrid beside the local model, "
+    "as S7 does in every deployment by default, Titan's included); then each question the "
+    "local model's degraded answer quotes from another page."
 )
 
 

@@ -68,18 +68,35 @@ def test_invoke_alone_ships_its_pinned_botocore(synth):
 
 
 def test_retrieval_steps_ship_arm64_numpy_and_the_knowledge_artifact(synth):
-    root = _asset_dir(synth, "Retrieve")
-    assert _asset_dir(synth, "Degraded") == root
-    assert (root / "steps" / "retrieve.py").is_file()
-    for name in ARTIFACT_FILES:  # knowledge.json, embeddings.npy, index.bin
-        assert (root / "build" / "knowledge" / name).is_file()
-    wheel = (root / "numpy-2.4.6.dist-info" / "WHEEL").read_text()
-    assert "aarch64" in wheel and "cp313" in wheel
+    for state in ("Retrieve", "Degraded"):
+        root = _asset_dir(synth, state)
+        assert (root / "steps" / "retrieve.py").is_file()
+        for name in ARTIFACT_FILES:  # knowledge.json, embeddings.npy, index.bin
+            assert (root / "build" / "knowledge" / name).is_file()
+        wheel = (root / "numpy-2.4.6.dist-info" / "WHEEL").read_text()
+        assert "aarch64" in wheel and "cp313" in wheel
     assert "numpy==2.4.6" in RETRIEVAL_ASSET.requirements()
 
 
+def test_beside_titan_only_the_degraded_step_ships_the_local_model(synth):
+    # cdk.json: Retrieve embeds with Titan (a billed call), and S7, which may make none,
+    # ranks with the local model's vectors (`degraded_embedder`): it alone carries the
+    # model and its runtime, and its environment says so.
+    runtime = synth.context["chatguard"]
+    assert runtime["embedder"] == "titan" and runtime["degraded_embedder"] == "local"
+    retrieve, s7 = _asset_dir(synth, "Retrieve"), _asset_dir(synth, "Degraded")
+    assert retrieve != s7
+    assert (s7 / "onnxruntime").is_dir() and (s7 / "tokenizers").is_dir()
+    assert not (retrieve / "onnxruntime").exists() and not (retrieve / "tokenizers").exists()
+    env = function_of(synth, "Degraded")[1]["Properties"]["Environment"]["Variables"]
+    assert env["CHATGUARD_EMBEDDER"] == "titan"
+    assert env["CHATGUARD_DEGRADED_EMBEDDER"] == "local"
+    retrieve_env = function_of(synth, "Retrieve")[1]["Properties"]["Environment"]["Variables"]
+    assert "CHATGUARD_DEGRADED_EMBEDDER" not in retrieve_env
+
+
 def test_every_step_asset_fits_the_lambda_unzipped_limit(synth):
-    for state in ("Quota", "Retrieve"):
+    for state in ("Quota", "Retrieve", "Degraded"):
         root = _asset_dir(synth, state)
         size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
         assert size < LAMBDA_UNZIPPED_LIMIT, (state, size)

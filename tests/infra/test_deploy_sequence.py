@@ -22,9 +22,12 @@ import numpy as np
 import pytest
 
 from indexer.build import build as build_index
+from indexer.local_model import CachedLocalEmbedder
 from indexer.policy import IndexPolicy
-from steps.lib.grounding.knowledge import bedrock_embedder_id
+from steps.lib.grounding.knowledge import DEGRADED_MATRIX_FILE, bedrock_embedder_id
 from steps.lib.providers.hashing_embedder import HashingEmbedder
+from steps.lib.providers.local_embedder import MODEL_ID as LOCAL_MODEL_ID
+from steps.lib.providers.local_embedder import shared
 from steps.lib.runtime.settings import PROJECT_ROOT, cdk_context
 
 pytestmark = [pytest.mark.infra, pytest.mark.slow]
@@ -115,12 +118,19 @@ def _make_deploy(root: Path) -> tuple[subprocess.CompletedProcess[str], list[str
     return result, log.read_text(encoding="utf-8").splitlines()
 
 
-def _build(root: Path, embedder: object) -> None:
+def _build(root: Path, embedder: object, *, degraded: bool | None = None) -> None:
+    """As `chatguard index` builds: beside Titan's vectors (a stand-in here) also the
+    local model's, for the degraded answer, unless `degraded` is False (an index from
+    before they were written)."""
+    local = isinstance(embedder, TitanStandIn) if degraded is None else degraded
     build_index(
         root / "examples" / "site",
         root / "build" / "knowledge",
         IndexPolicy.from_context(),
         embedder,  # type: ignore[arg-type]
+        CachedLocalEmbedder(shared, cache_path=root / "build" / "local-cache.json")
+        if local
+        else None,
     )
 
 
@@ -159,7 +169,30 @@ def test_the_readme_sequence_deploys_the_index_the_operator_built(project: Path)
     for path in bundled:  # Retrieve and Degraded ship exactly the index step 2 wrote
         meta = json.loads(path.read_text(encoding="utf-8"))
         assert meta["embedder"] == {"id": titan.id, "dimensions": titan.dimensions}
+        assert meta["degraded"]["embedder"] == {"id": LOCAL_MODEL_ID, "dimensions": 384}
+    # Only the step with the local model (S7) carries the second matrix it ranks with.
+    carriers = sorted((project / "cdk.out").glob("asset.*/build/knowledge/" + DEGRADED_MATRIX_FILE))
+    assert len(carriers) == 1 and (carriers[0].parents[2] / "onnxruntime").is_dir()
+    assert len(bundled) == 2
     assert "chatguard index examples/site" not in result.stdout  # make never rebuilt it
+
+
+def test_a_titan_index_without_the_degraded_answers_vectors_stops_the_deploy(
+    project: Path,
+) -> None:
+    # An index built by a chatguard from before S7 ranked with the local model.
+    settings = cdk_context()["chatguard"]
+    titan = TitanStandIn(settings["embedding_model_id"], settings["embedding_dimensions"])
+    _build(project, titan, degraded=False)
+    _set_chat_region(project, "eu-west-1")
+    result, calls = _make_deploy(project)
+    assert result.returncode != 0 and calls == ["synth --quiet --no-notices"], calls
+    refusals = [line for line in result.stderr.splitlines() if "synthesis refused" in line]
+    assert len(refusals) == 1, result.stderr
+    assert f"carries no '{LOCAL_MODEL_ID}' vectors for the degraded answer" in refusals[0]
+    assert "`chatguard index examples/site --out build/knowledge --embedder titan`" in refusals[0]
+    assert '"degraded_embedder": "none"' in refusals[0]
+    assert "Traceback" not in result.stderr
 
 
 def test_a_page_edited_after_the_index_was_built_stops_the_deploy(project: Path) -> None:

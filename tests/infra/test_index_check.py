@@ -14,6 +14,7 @@ from infra.index_check import (
     BuiltIndex,
     IndexMismatch,
     check,
+    check_degraded,
     check_site,
     wanted_embedder,
 )
@@ -147,3 +148,44 @@ def test_the_refusal_names_the_site_directory_and_the_local_model_route() -> Non
     assert "`chatguard index docs/_build/html --out build/knowledge --embedder titan`" in message
     assert '"embedder": "local"' in message
     assert message.endswith("`chatguard index docs/_build/html --out build/knowledge`")
+
+
+def test_beside_titan_the_degraded_answer_ranks_with_the_local_vectors_the_index_carries() -> None:
+    carried = (WANTED, LOCAL_MODEL_ID)  # `chatguard index --embedder titan` writes both
+    for allowed in (False, True):
+        assert check_degraded(
+            carried, embedder="titan", degraded_embedder="local", stand_in_allowed=allowed
+        ) == ("local", None)
+
+
+def test_a_titan_index_without_the_local_vectors_is_refused_with_both_ways_on() -> None:
+    with pytest.raises(IndexMismatch) as refused:  # an index built before they were written
+        check_degraded(
+            (WANTED,), embedder="titan", degraded_embedder="local", stand_in_allowed=False,
+            site="docs/_build/html",
+        )  # fmt: skip
+    message = str(refused.value)
+    assert LOCAL_MODEL_ID in message and "\n" not in message
+    assert "`chatguard index docs/_build/html --out build/knowledge --embedder titan`" in message
+    assert '"degraded_embedder": "none"' in message
+    # A stand-in allowed on purpose synthesizes S7 ranking by words alone, and says so.
+    lexical, warning = check_degraded(
+        (WANTED,), embedder="titan", degraded_embedder="local", stand_in_allowed=True
+    )
+    assert lexical == "none" and warning and "words alone" in warning
+
+
+@pytest.mark.parametrize(
+    ("embedder", "degraded", "carried"),
+    [
+        ("titan", "none", (WANTED,)),  # the operator chose words alone
+        ("local", "local", (LOCAL_MODEL_ID,)),  # S7 reads the local index's own vectors
+        ("hashing", "local", ("hashing-v2",)),  # the unit tests' stand-in: S7 by words
+    ],
+)
+def test_no_second_matrix_is_asked_for_where_s7_does_not_need_one(
+    embedder: str, degraded: str, carried: tuple[str, ...]
+) -> None:
+    assert check_degraded(
+        carried, embedder=embedder, degraded_embedder=degraded, stand_in_allowed=False
+    ) == (degraded, None)

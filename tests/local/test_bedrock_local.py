@@ -20,6 +20,7 @@ from botocore.stub import ANY, Stubber
 
 from chatguard.cli import main
 from indexer.build import build
+from indexer.local_model import CachedLocalEmbedder
 from indexer.policy import IndexPolicy
 from local.engine import bedrock_access
 from local.engine.bedrock_access import BedrockAccess, BedrockSetupError, check_models, open_access
@@ -27,6 +28,7 @@ from local.engine.runtime import LocalRuntime
 from steps.lib.grounding.knowledge import bedrock_embedder_id
 from steps.lib.money import pricing
 from steps.lib.providers.hashing_embedder import HashingEmbedder
+from steps.lib.providers.local_embedder import shared
 from steps.lib.runtime.settings import PROJECT_ROOT, Settings
 
 from .conftest import QUESTION, VISITOR, day_total, reservations
@@ -49,9 +51,13 @@ class TitanIdHashingEmbedder(HashingEmbedder):
 
 @pytest.fixture(scope="module")
 def titan_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """As `chatguard index --embedder titan` writes it: Titan's matrix (a stand-in here)
+    and the local model's beside, which the degraded answer ranks with."""
     out = tmp_path_factory.mktemp("titan-knowledge")
     policy = IndexPolicy.from_context()
-    build(PROJECT_ROOT / "examples" / "site", out, policy, TitanIdHashingEmbedder(Settings()))
+    local = CachedLocalEmbedder(shared, cache_path=out.parent / "local-cache.json")
+    titan = TitanIdHashingEmbedder(Settings())
+    build(PROJECT_ROOT / "examples" / "site", out, policy, titan, local)
     return out
 
 

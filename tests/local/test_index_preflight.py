@@ -98,3 +98,21 @@ def test_an_index_of_the_local_model_cut_elsewhere_names_the_local_rebuild(
     assert problem is not None and "\n" not in problem
     assert f"embedder '{embedder_id(MAX_TOKENS * 2)}'" in problem
     assert problem.endswith(f"chatguard index examples/site --out {index}")
+
+
+def test_a_titan_index_without_the_degraded_answers_vectors_is_named_before_serving(
+    index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`serve --model bedrock` with an index built before the local vectors were written
+    beside Titan's: the degraded answer would fail closed, so it is said at start, with
+    Titan's rebuild (which writes them). The same index with them has no problem."""
+    titan = "bedrock:amazon.titan-embed-text-v2:0:1024"
+    rewrite(index, embedder=titan)
+    monkeypatch.setenv("CHATGUARD_EMBEDDER", "titan")
+    problem = knowledge_problem(local_settings(model_backend="bedrock"))
+    assert problem is not None and "\n" not in problem
+    assert f"'{LOCAL_MODEL_ID}'" in problem
+    assert problem.endswith(f"chatguard index examples/site --out {index} --embedder titan")
+    # With S7 told to rank by words alone, the same index serves.
+    monkeypatch.setenv("CHATGUARD_DEGRADED_EMBEDDER", "none")
+    assert knowledge_problem(local_settings(model_backend="bedrock")) is None

@@ -11,6 +11,10 @@ Three files in one directory, written by `chatguard index` (indexer/artifact.py)
   and each chunk's links to other indexed pages' sections (LINK_DTYPES: optional, so an
   index built before they were recorded still loads, with none; rebuild it to have S7
   follow them);
+- ``embeddings-degraded.npy`` (optional): the same chunks embedded by the local model,
+  written beside a billed embedder's matrix (Titan's) so the degraded answer (S7), which
+  must make no billed call, still ranks by meaning (``knowledge.json``'s ``degraded``
+  key names its embedder and pins its checksum; an index without it loads as before);
 - ``knowledge.json``: a small header: schema version, embedder id and dimensions, the
   chunk count, the terms version, where each array lies in index.bin, the CRC-32 of
   both binary files, what the index was built from (``site``: the site folder's name and
@@ -56,6 +60,7 @@ METADATA_FILE = "knowledge.json"
 MATRIX_FILE = "embeddings.npy"
 INDEX_FILE = "index.bin"
 ARTIFACT_FILES = (METADATA_FILE, MATRIX_FILE, INDEX_FILE)
+DEGRADED_MATRIX_FILE = "embeddings-degraded.npy"  # optional: see the module docstring
 # The arrays of index.bin in file order, each with its on-disk type (fixed here, not read
 # from the file, so an artifact cannot ask for another). Term frequencies and lengths are
 # stored as the float32 that scoring uses: no conversion at load. A `*_ends` array holds
@@ -590,14 +595,8 @@ def _load(directory: Path, embedder: str | None) -> Knowledge:
 
 def _load_described(directory: Path, embedder: str | None) -> Knowledge:
     metadata = _read_metadata(directory)
-    if embedder is not None and metadata["embedder"]["id"] != embedder:
-        raise incompatible(
-            directory,
-            f"was built with embedder {metadata['embedder']['id']!r}, but this runtime embeds "
-            f"queries with {embedder!r}",
-            embedder,
-        )
-    matrix = _read_matrix(directory, metadata)
+    described, matrix_file = _matrix_for(directory, metadata, embedder)
+    matrix = _read_matrix(directory / matrix_file, described, int(metadata["chunks"]), directory)
     spec = metadata["index"]
     arrays = unpack_index(_map_verified(directory / INDEX_FILE, spec.get("crc32")), spec["layout"])
     # Sizes only, from the layout (no pass over any array): the CRC already vouches for
@@ -631,7 +630,37 @@ def _load_described(directory: Path, embedder: str | None) -> Knowledge:
     )
     vocabulary = Vocabulary(Strings(arrays["term_blob"], arrays["term_ends"]))
     pages = PageIndex(page_names, page_of)
-    return _assemble(chunks, matrix, metadata["embedder"]["id"], arrays, vocabulary, page_of, pages)
+    embedder_id = described["embedder"]["id"]
+    return _assemble(chunks, matrix, embedder_id, arrays, vocabulary, page_of, pages)
+
+
+def carried_embedders(metadata: Mapping[str, Any]) -> tuple[str, ...]:
+    """The ids of the embedders whose vectors the artifact carries: its own, then the
+    degraded answer's when it has one."""
+    degraded = metadata.get("degraded")
+    extra = (str(degraded["embedder"]["id"]),) if isinstance(degraded, dict) else ()
+    return (str(metadata["embedder"]["id"]), *extra)
+
+
+def _matrix_for(
+    directory: Path, metadata: Mapping[str, Any], embedder: str | None
+) -> tuple[Mapping[str, Any], str]:
+    """The header part describing the matrix embedded by `embedder` (its own by default,
+    else the degraded answer's) and that matrix's file; refused when it carries neither."""
+    if embedder is None or metadata["embedder"]["id"] == embedder:
+        return metadata, MATRIX_FILE
+    degraded = metadata.get("degraded")
+    if isinstance(degraded, dict) and degraded["embedder"]["id"] == embedder:
+        return degraded, DEGRADED_MATRIX_FILE
+    carried = " or ".join(repr(e) for e in carried_embedders(metadata))
+    own = str(metadata["embedder"]["id"])
+    # Beside a Titan index the rebuild is Titan's: it writes the local vectors S7 wants too.
+    rebuild_for = own if own.startswith("bedrock:") else embedder
+    raise incompatible(
+        directory,
+        f"was built with embedder {carried}, but this runtime embeds queries with {embedder!r}",
+        rebuild_for,
+    )
 
 
 def _links_fit(arrays: Mapping[str, np.ndarray], n: int) -> bool:
@@ -730,15 +759,18 @@ _MATRIX_DTYPES: dict[object, np.dtype[Any]] = {
 }
 
 
-def _read_matrix(directory: Path, metadata: Mapping[str, Any]) -> np.ndarray:
+def _read_matrix(
+    path: Path, described: Mapping[str, Any], chunks: int, directory: Path
+) -> np.ndarray:
     """The matrix as float32: a view of the file when stored so, else widened once.
 
     The .npy header is not parsed: knowledge.json says where the data starts, its type
     and its shape, and the CRC vouches for the bytes; only the size is checked.
+    `described` is the header's part for this matrix: its embedder and its "matrix".
     """
-    spec = metadata["matrix"]
-    raw = _map_verified(directory / MATRIX_FILE, spec["crc32"])
-    expected = (int(metadata["chunks"]), int(metadata["embedder"]["dimensions"]))
+    spec = described["matrix"]
+    raw = _map_verified(path, spec["crc32"])
+    expected = (chunks, int(described["embedder"]["dimensions"]))
     dtype = _MATRIX_DTYPES.get(spec.get("dtype"))
     offset = int(spec.get("offset", -1))
     if dtype is None or offset < 0:

@@ -44,6 +44,11 @@ ModelMetering = Literal["", "count_tokens", "bytes"]
 # hashing stand-in (unit tests). The offline backend never calls Bedrock: there "titan"
 # means the local model (providers/models.embedder_kind).
 EmbedderChoice = Literal["titan", "local", "hashing"]
+# How the degraded answer (S7) ranks when Retrieve's embedder is a billed one (Titan): S7
+# makes no billed call, so "local" = the local model's vectors, written into the index
+# beside Titan's (`chatguard index --embedder titan` does by default), and the model in
+# S7's bundle; "none" = by words alone. Beside the local embedder S7 uses its vectors.
+DegradedEmbedderChoice = Literal["local", "none"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +98,7 @@ class Settings:
     model_backend: ModelBackend = "bedrock"
     offline_usage: OfflineUsage = "estimate"
     embedder: EmbedderChoice = "titan"
+    degraded_embedder: DegradedEmbedderChoice = "local"
     knowledge_dir: Path = DEFAULT_KNOWLEDGE_DIR
 
     def __post_init__(self) -> None:
@@ -254,6 +260,7 @@ def _problems(s: Settings) -> list[str]:
         (s.model_backend in ("bedrock", "offline"), "model_backend must be bedrock|offline"),
         (s.offline_usage in ("estimate", "worst"), "offline_usage must be estimate|worst"),
         (s.embedder in ("titan", "local", "hashing"), "embedder must be titan|local|hashing"),
+        (s.degraded_embedder in ("local", "none"), "degraded_embedder must be local|none"),
         (bool(s.model_id and s.table_name), "model_id and table_name are required"),
         (s.embedding_dimensions > 0, "embedding_dimensions must be > 0"),
         (s.pacing in ("on", "off"), "pacing must be on|off"),
