@@ -576,8 +576,17 @@ def bedrock_bound() -> int:
 LAYOUTS = ("shipped", "vendored")
 
 
-def save_model(layouts: dict[str, Figures], start_cpu: float) -> None:
-    """What infra/cold_model.py reads: the shipped layout's figures, and where they came from."""
+def local_model_load_cpu() -> float:
+    """CPU seconds of a fresh process importing and loading the local model (checksums
+    included): what S7's INIT adds when it ranks with it (infra/worst_chains.py)."""
+    from tests.bench.local_model import load_seconds  # numpy and the model: only here
+
+    return load_seconds(RUNS)[0]
+
+
+def save_model(layouts: dict[str, Figures], start_cpu: float, model_cpu: float) -> None:
+    """What infra/cold_model.py reads: the shipped layout's figures, and where they came from
+    (with the local model's load, which S7, and S4 with the local embedder, run at INIT)."""
     model = {
         "measured_by": "make bench-cold",
         "date": time.strftime("%Y-%m-%d"),
@@ -587,6 +596,7 @@ def save_model(layouts: dict[str, Figures], start_cpu: float) -> None:
         "start_cpu": start_cpu,
         "cpu": layouts["shipped"],
         "vendored_sdk_cpu": layouts["vendored"],
+        "local_model_load_cpu": model_cpu,
     }
     text = json.dumps(model, indent=1, sort_keys=True) + "\n"
     cold_model.MODEL_FILE.write_text(text, encoding="utf-8")
@@ -603,13 +613,16 @@ def main() -> None:
         try:
             layouts = measure(work, LAYOUTS)
             start_cpu = interpreter_start()
+            model_cpu = local_model_load_cpu()
             load = os.getloadavg()[0]  # when the measurement finished
         finally:
             shutil.rmtree(work, ignore_errors=True)
         SAVED.parent.mkdir(parents=True, exist_ok=True)
         saved_run = {"layouts": layouts, "start_cpu": start_cpu, "load": load}
+        saved_run["model_cpu"] = model_cpu
         SAVED.write_text(json.dumps(saved_run), encoding="utf-8")
-        save_model(layouts, start_cpu)  # a re-render keeps the figures as they were measured
+        # A re-render keeps the figures as they were measured.
+        save_model(layouts, start_cpu, model_cpu)
     body = render(layouts, start_cpu, load)
     print(body)
     report.write_section("cold", "Cold path", body)
