@@ -39,10 +39,22 @@ class Timeouts:
 
 
 # ApplyGuardrail answers in well under a second; Titan's query embedding likewise. A short
-# read timeout keeps each from eating the time Converse needs.
+# read timeout keeps each from eating the time Converse needs, and the embedding's worst
+# stays under S4's 2-second Lambda timeout (a slow Titan is NotSent or an error, released).
 GUARDRAIL = Timeouts(connect=1, read=2)
-EMBEDDING = Timeouts(connect=1, read=2)
+EMBEDDING = Timeouts(connect=0.5, read=1)
 COUNT = Timeouts(connect=0.5, read=1.5)  # free, and the byte bound stands in on a timeout
+
+
+# The gate steps' dependencies, each giving up before the Lambda timeout of every step that
+# calls it (steps/lib/runtime/stages.py; tests/infra/test_client_timeouts.py), so a slow
+# table or parameter is a handled error that fails closed, not a Lambda timeout. Both answer
+# a request inside a Region in milliseconds. DynamoDB: two attempts, as the quota ADD and the
+# reservation are safe to resend (the reservation carries a ClientRequestToken; a
+# lost-then-resent ADD over-counts, never under-counts). SSM: one, since each secret is read
+# once per container per 5 minutes and its read sits on the first message's longest chain.
+DYNAMODB = Timeouts(connect=0.25, read=0.5, attempts=2)
+SSM = Timeouts(connect=0.25, read=0.5)
 
 
 def converse_timeouts(s: Settings) -> Timeouts:
@@ -73,14 +85,12 @@ def _session() -> Any:
 
 @cache
 def dynamodb() -> Any:
-    # Two attempts: the quota ADD and the reservation are safe to resend (the reservation
-    # carries a ClientRequestToken; a lost-then-resent ADD over-counts, never under-counts).
-    return _session().create_client("dynamodb", config=_config(1, 3, 2))
+    return _client("dynamodb", DYNAMODB)
 
 
 @cache
 def ssm() -> Any:
-    return _session().create_client("ssm", config=_config(1, 3, 3))
+    return _client("ssm", SSM)
 
 
 @cache
