@@ -347,6 +347,39 @@ def monthly_cost(
     return total
 
 
+def chain_table() -> list[str]:
+    """Every chain of the workflow at its worst, cold and warm (infra/worst_chains.py, on the
+    figures this run wrote): the same sums tests/infra/test_worst_chains.py checks on the
+    synthesized template and ``make synth`` refuses past the workflow's timeout."""
+    from infra import config as deploy_config
+    from infra import worst_chains
+
+    workflow = deploy_config.load().edge.workflow_timeout_seconds
+    warm = {c.states: c.seconds for c in worst_chains.shipped(cold=False)}
+    keys = {s.state: s.key for s in STAGES} | {"ReleaseReservation": "release (S6)"}
+    keys["WakeLaterSteps"] = "wake"
+    lines = [
+        f"**Every chain of the workflow at its worst**, against its {workflow} s timeout: "
+        "each Task after a throttle retry's wait, cold (INIT from source, the local model's "
+        f"load, {float(cold_model.measured()['local_model_load_cpu']):.2f} s CPU, in S4 and S7) "
+        "and at its Lambda timeout; the wake at its 1 s; S5 by the run budget or its key read "
+        f"and counting; {worst_chains.SLACK:g} s of slack (infra/worst_chains.py). A quiet "
+        "message's chains (with the wake) are shown; a busy site's are 1 s shorter.",
+        "",
+        "| chain | cold s | warm s |",
+        "|---|---:|---:|",
+    ]
+    shown = set()
+    for chain in worst_chains.shipped():
+        if "Quota" in chain.states and "WakeLaterSteps" not in chain.states:
+            continue  # the same chain as a busy site's message: the wake's second less
+        names = " > ".join(keys.get(s, s) for s in chain.states if not s.endswith("Decision"))
+        if names not in shown:  # S3's Catch and its Choice's Default both reach FailClosed
+            shown.add(names)
+            lines.append(f"| {names} | {chain.seconds:.2f} | {warm[chain.states]:.2f} |")
+    return lines
+
+
 def render(layouts: dict[str, Figures], start_cpu: float, load: float) -> str:
     cpu_by_mode = layouts["shipped"]
     configured = {s.state: s.memory_mb for s in STAGES}
@@ -426,6 +459,8 @@ def render(layouts: dict[str, Figures], start_cpu: float, load: float) -> str:
         "ends with the step's own error, not a Lambda timeout. S4's Titan call shares that "
         "client configuration; one slower than its timeout minus the cold start is cut by "
         "the Lambda timeout and fails closed (503).",
+        "",
+        *chain_table(),
         "",
         "Every step cold (no wake, or the wake lost the race) at the configured memory: "
         f"**{cold_message(with_pyc, configured):.2f} s** with bytecode, "
