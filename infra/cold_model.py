@@ -13,9 +13,10 @@ Documented by AWS: the CPU share (one vCPU at 1,769 MB, [Lambda memory]) and INI
 10-second limit outside the function timeout ([execution environment]). Assumed (no AWS
 page gives them; docs/benchmarks.md lists each with what ``chatguard doctor`` measures in
 its place): START, RTT, TRANSITION, and that this machine's CPU seconds stand for
-Graviton's. The timeout proof (tests/infra/test_timeout_order.py), the run budget's check
-and the local engine's cold-start test read their figures from here, so a change that
-makes a step slower to start shows up in all three after the next ``make bench-cold``.
+Graviton's. The timeout proofs (tests/infra/test_timeout_order.py, and every chain of the
+workflow in infra/worst_chains.py, which synthesis checks), the run budget's check and the
+local engine's cold-start test read their figures from here, so a change that makes a
+step slower to start shows up in all of them after the next ``make bench-cold``.
 
 [Lambda memory]: https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html
 [execution environment]: https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html

@@ -14,7 +14,10 @@ Each billed call (Titan's embedding, ApplyGuardrail, Converse) and CountTokens h
 client and timeouts, named here, because the run's time budget is spent call by call: a
 step sends a billed call only when its worst case (``Timeouts.worst``) still ends inside
 the budget (money/billed_calls.py), and tests/infra/test_timeout_order.py adds the same
-figures up against the deployed workflow's timeout.
+figures up against the deployed workflow's timeout. The gate steps' DynamoDB and SSM
+clients are named too: each gives up before the Lambda timeout of every step that calls it
+(tests/infra/test_client_timeouts.py), and S5's signing-key read is on every chain
+infra/worst_chains.py adds up.
 """
 
 from __future__ import annotations
