@@ -18,7 +18,7 @@ What each state costs on a chain, at its worst:
   Functions fails the state when it passes ([Task state]);
 - a Parallel: its slowest branch ([Parallel state]); a Choice or Pass: nothing.
 
-S5 (``Invoke``) is bounded by its code, not its 26-second Lambda timeout: every billed call
+S5 (``Invoke``) is bounded by its code, not its (much longer) Lambda timeout: every billed call
 it sends ends within the run budget (``withinSeconds`` from the execution's start,
 money/billed_calls.py), and before the first one it waits only on the signing key's read
 and on counting, each with a client timeout (runtime/clients.py, money/metering.py); any
@@ -26,7 +26,7 @@ failure there is ``NotSent``. So S5 ends by the later of the budget's end and it
 plus its throttle wait, INIT, key read and counting.
 
 Transitions and each Invoke's own round trip are set aside in ``SLACK`` (no AWS figure).
-A state type this module does not know, or a Task with no bound, is refused
+A state type this module does not know, a Task with no bound or a loop is refused
 (``Unbounded``): the proof never skips a state.
 
 [execution environment]: https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html
@@ -120,12 +120,11 @@ def invoke_bound(within: float) -> Invoke:
 def shipped(stages: Sequence[Stage] = STAGES, *, cold: bool = True) -> list[Chain]:
     """The chains of chat.asl.json with the stage table's timeouts (what synthesis deploys),
     every step cold (INIT from source, the local model where loaded) or every step warm."""
-    functions = {
-        s.placeholder: Function(
-            s.state, s.timeout_seconds, cold_model.worst_init_seconds(s.state, s.memory_mb) * cold
-        )
-        for s in stages
-    }
+
+    def init(s: Stage) -> float:
+        return cold_model.worst_init_seconds(s.state, s.memory_mb) if cold else 0.0
+
+    functions = {s.placeholder: Function(s.state, s.timeout_seconds, init(s)) for s in stages}
     definition = json.loads(loader.definition_text())
     return chains(definition, by_placeholder(functions), invoke_bound(loader.run_budget_seconds()))
 
@@ -140,8 +139,15 @@ def chains(definition: Mapping[str, Any], resolve: Resolve, invoke: Invoke) -> l
 
 
 def _walk(
-    states: Mapping[str, Any], name: str, resolve: Resolve, invoke: Invoke, at: float = 0.0
+    states: Mapping[str, Any],
+    name: str,
+    resolve: Resolve,
+    invoke: Invoke,
+    at: float = 0.0,
+    before: tuple[str, ...] = (),
 ) -> Iterator[tuple[tuple[str, ...], float]]:
+    if name in before:
+        raise Unbounded(f"{name}: a loop ({' > '.join(before)} > {name}) has no worst case")
     state = states[name]
     kind = state["Type"]
     if kind in ("Succeed", "Fail"):
@@ -159,7 +165,7 @@ def _walk(
     if state.get("End"):
         yield (name,), ends
     for after in sorted(_successors(state)):
-        for rest, seconds in _walk(states, after, resolve, invoke, ends):
+        for rest, seconds in _walk(states, after, resolve, invoke, ends, (*before, name)):
             yield (name, *rest), seconds
 
 

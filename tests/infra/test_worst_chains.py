@@ -178,8 +178,9 @@ def test_a_state_added_later_is_on_the_chains_without_editing_the_proof():
     [
         {"Type": "Wait", "Seconds": 3, "Next": "FailClosed"},
         {"Type": "Task", "Resource": "arn:aws:states:::dynamodb:getItem", "Next": "FailClosed"},
+        {"Type": "Pass", "Next": "OriginVerify"},
     ],
-    ids=["unknown-type", "task-without-bound"],
+    ids=["unknown-type", "task-without-bound", "loop"],
 )
 def test_a_state_the_proof_cannot_bound_is_refused_not_skipped(state):
     definition = copy.deepcopy(_definition())
