@@ -43,6 +43,7 @@ from typing import Any
 from infra import bundling, cold_model, runtime_sdk
 from steps.lib.grounding.knowledge import bedrock_embedder_id
 from steps.lib.money import pricing
+from steps.lib.runtime import clients
 from steps.lib.runtime.settings import Settings, cdk_context
 from steps.lib.runtime.stages import STAGES, Stage
 from tests.bench import cold_wake, report
@@ -456,9 +457,9 @@ def render(layouts: dict[str, Figures], start_cpu: float, load: float) -> str:
         "",
         f"S5's timeout also leaves {invoke_left:.1f} s after its cold start, more than the Bedrock "
         f"client's own bound (connect + read = {bedrock_bound()} s), so a slow Converse call "
-        "ends with the step's own error, not a Lambda timeout. S4's Titan call shares that "
-        "client configuration; one slower than its timeout minus the cold start is cut by "
-        "the Lambda timeout and fails closed (503).",
+        "ends with the step's own error, not a Lambda timeout. S4's Titan call has its own "
+        f"client ({clients.EMBEDDING.worst:g} s at worst, under S4's {timeouts['Retrieve']} s "
+        "timeout: tests/infra/test_client_timeouts.py checks every step's clients so).",
         "",
         *chain_table(),
         "",
