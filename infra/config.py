@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from infra import cold_model
+from infra import cold_model, worst_chains
 from statemachine import loader
 from steps.lib.request.cors import OriginError, check_origins
 from steps.lib.runtime import clients
 from steps.lib.runtime.errors import SettingsError
 from steps.lib.runtime.settings import Settings, cdk_context
-from steps.lib.runtime.stages import BY_STATE, STAGES
+from steps.lib.runtime.stages import BY_STATE, STAGES, Stage
 
 EDGE_REGION = "us-east-1"  # CLOUDFRONT-scope web ACLs exist only there
 WAF_WINDOWS = (60, 120, 300, 600)
@@ -100,14 +100,17 @@ class DeployConfig:
     ops: OpsConfig
 
 
-def load(context: Mapping[str, Any] | None = None) -> DeployConfig:
-    """Parse the three blocks; ``context`` defaults to cdk.json (plain ``python infra/app.py``)."""
+def load(
+    context: Mapping[str, Any] | None = None, *, stages: Sequence[Stage] = STAGES
+) -> DeployConfig:
+    """Parse the three blocks; ``context`` defaults to cdk.json (plain ``python infra/app.py``).
+    ``stages`` are the step Lambdas' timeouts and memory checked against the workflow's."""
     ctx = dict(cdk_context()) if context is None else dict(context)
     try:  # e.g. a model the catalogue does not know, without its prices: one line, no trace
         settings = Settings.from_mapping(_block(ctx, "chatguard"))
     except SettingsError as exc:
         raise ConfigError(f"cdk.json chatguard: {exc}") from None
-    edge = _edge(_block(ctx, "chatguard/edge"), settings)
+    edge = _edge(_block(ctx, "chatguard/edge"), settings, stages)
     ops = _ops(_block(ctx, "chatguard/ops"))
     return DeployConfig(settings=settings, edge=edge, ops=ops)
 
@@ -119,7 +122,7 @@ def _block(ctx: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     return value
 
 
-def _edge(raw: Mapping[str, Any], settings: Settings) -> EdgeConfig:
+def _edge(raw: Mapping[str, Any], settings: Settings, stages: Sequence[Stage]) -> EdgeConfig:
     edge = EdgeConfig(
         waf_rate_limit=_int(raw, "waf_rate_limit"),
         waf_window_seconds=_int(raw, "waf_window_seconds"),
@@ -136,7 +139,7 @@ def _edge(raw: Mapping[str, Any], settings: Settings) -> EdgeConfig:
     _require(2 <= edge.origin_timeout_seconds <= 180, "origin_timeout_seconds must be 2..180")
     # Each step Lambda must give up before the workflow does (its error is then handled by
     # the state machine), and the workflow before API Gateway (a 503, not a 504).
-    slowest = max(STAGES, key=lambda stage: stage.timeout_seconds)
+    slowest = max(stages, key=lambda stage: stage.timeout_seconds)
     _require(
         slowest.timeout_seconds < edge.workflow_timeout_seconds,
         f"origin_timeout_seconds {edge.origin_timeout_seconds} leaves the workflow "
@@ -164,6 +167,17 @@ def _edge(raw: Mapping[str, Any], settings: Settings) -> EdgeConfig:
         f"a cold first message reaches S5 {reach:.2f} s into the run (docs/benchmarks.md, "
         f"Cold path); the guardrail and Converse then need up to {billed:g} s, past the run "
         f"budget of {loader.run_budget_seconds():g} s: lower bedrock_read_timeout_seconds",
+    )
+    # Every chain the workflow allows, each step cold and at its timeout after a throttle
+    # retry, ends inside the workflow (infra/worst_chains.py): a run cut after S3 reserved
+    # and before the release would hold the reservation until its TTL.
+    chain = worst_chains.shipped(stages)[0]
+    _require(
+        chain.seconds <= edge.workflow_timeout_seconds,
+        f"the workflow's slowest chain ({chain}) needs up to {chain.seconds:.2f} s with every "
+        f"step cold and at its timeout, past the workflow's {edge.workflow_timeout_seconds} s "
+        f"(origin_timeout_seconds {edge.origin_timeout_seconds}): shorten the step timeouts in "
+        "steps/lib/runtime/stages.py",
     )
     _require(
         settings.body_max_bytes <= WAF_BODY_INSPECTION_BYTES,

@@ -43,6 +43,7 @@ from typing import Any
 from infra import bundling, cold_model, runtime_sdk
 from steps.lib.grounding.knowledge import bedrock_embedder_id
 from steps.lib.money import pricing
+from steps.lib.runtime import clients
 from steps.lib.runtime.settings import Settings, cdk_context
 from steps.lib.runtime.stages import STAGES, Stage
 from tests.bench import cold_wake, report
@@ -363,6 +364,40 @@ def monthly_cost(
     return total
 
 
+def chain_table() -> list[str]:
+    """Every chain of the workflow at its worst, cold and warm (infra/worst_chains.py, on the
+    figures this run wrote): the same sums tests/infra/test_worst_chains.py checks on the
+    synthesized template and ``make synth`` refuses past the workflow's timeout."""
+    from infra import config as deploy_config
+    from infra import worst_chains
+
+    workflow = deploy_config.load().edge.workflow_timeout_seconds
+    warm = {c.states: c.seconds for c in worst_chains.shipped(cold=False)}
+    keys = {s.state: s.key for s in STAGES} | {"ReleaseReservation": "release (S6)"}
+    keys["WakeLaterSteps"] = "wake"
+    lines = [
+        f"**Every chain of the workflow at its worst**, against its {workflow} s timeout: "
+        "each Task after a throttle retry's wait, cold (INIT from source, the local model's "
+        f"load, {float(cold_model.measured()['local_model_load_cpu']):.2f} s CPU, added to S4's; "
+        "S7's measured INIT above holds it) "
+        "and at its Lambda timeout; the wake at its 1 s; S5 by the run budget or its key read "
+        f"and counting; {worst_chains.SLACK:g} s of slack (infra/worst_chains.py). A quiet "
+        "message's chains (with the wake) are shown; a busy site's are 1 s shorter.",
+        "",
+        "| chain | cold s | warm s |",
+        "|---|---:|---:|",
+    ]
+    shown = set()
+    for chain in worst_chains.shipped():
+        if "Quota" in chain.states and "WakeLaterSteps" not in chain.states:
+            continue  # the same chain as a busy site's message: the wake's second less
+        names = " > ".join(keys.get(s, s) for s in chain.states if not s.endswith("Decision"))
+        if names not in shown:  # S3's Catch and its Choice's Default both reach FailClosed
+            shown.add(names)
+            lines.append(f"| {names} | {chain.seconds:.2f} | {warm[chain.states]:.2f} |")
+    return lines
+
+
 def render(layouts: dict[str, Figures], start_cpu: float, load: float) -> str:
     cpu_by_mode = layouts["shipped"]
     configured = {s.state: s.memory_mb for s in STAGES}
@@ -439,9 +474,11 @@ def render(layouts: dict[str, Figures], start_cpu: float, load: float) -> str:
         "",
         f"S5's timeout also leaves {invoke_left:.1f} s after its cold start, more than the Bedrock "
         f"client's own bound (connect + read = {bedrock_bound()} s), so a slow Converse call "
-        "ends with the step's own error, not a Lambda timeout. S4's Titan call shares that "
-        "client configuration; one slower than its timeout minus the cold start is cut by "
-        "the Lambda timeout and fails closed (503).",
+        "ends with the step's own error, not a Lambda timeout. S4's Titan call has its own "
+        f"client ({clients.EMBEDDING.worst:g} s at worst, under S4's {timeouts['Retrieve']} s "
+        "timeout: tests/infra/test_client_timeouts.py checks every step's clients so).",
+        "",
+        *chain_table(),
         "",
         "Every step cold (no wake, or the wake lost the race) at the configured memory: "
         f"**{cold_message(with_pyc, configured):.2f} s** with bytecode, "
@@ -592,8 +629,17 @@ def bedrock_bound() -> int:
 LAYOUTS = ("shipped", "vendored")
 
 
-def save_model(layouts: dict[str, Figures], start_cpu: float) -> None:
-    """What infra/cold_model.py reads: the shipped layout's figures, and where they came from."""
+def local_model_load_cpu() -> float:
+    """CPU seconds of a fresh process importing and loading the local model (checksums
+    included): what S7's INIT adds when it ranks with it (infra/worst_chains.py)."""
+    from tests.bench.local_model import load_seconds  # numpy and the model: only here
+
+    return load_seconds(RUNS)[0]
+
+
+def save_model(layouts: dict[str, Figures], start_cpu: float, model_cpu: float) -> None:
+    """What infra/cold_model.py reads: the shipped layout's figures, and where they came from
+    (with the local model's load, which S7, and S4 with the local embedder, run at INIT)."""
     model = {
         "measured_by": "make bench-cold",
         "date": time.strftime("%Y-%m-%d"),
@@ -603,6 +649,7 @@ def save_model(layouts: dict[str, Figures], start_cpu: float) -> None:
         "start_cpu": start_cpu,
         "cpu": layouts["shipped"],
         "vendored_sdk_cpu": layouts["vendored"],
+        "local_model_load_cpu": model_cpu,
     }
     text = json.dumps(model, indent=1, sort_keys=True) + "\n"
     cold_model.MODEL_FILE.write_text(text, encoding="utf-8")
@@ -619,13 +666,16 @@ def main() -> None:
         try:
             layouts = measure(work, LAYOUTS)
             start_cpu = interpreter_start()
+            model_cpu = local_model_load_cpu()
             load = os.getloadavg()[0]  # when the measurement finished
         finally:
             shutil.rmtree(work, ignore_errors=True)
         SAVED.parent.mkdir(parents=True, exist_ok=True)
         saved_run = {"layouts": layouts, "start_cpu": start_cpu, "load": load}
+        saved_run["model_cpu"] = model_cpu
         SAVED.write_text(json.dumps(saved_run), encoding="utf-8")
-        save_model(layouts, start_cpu)  # a re-render keeps the figures as they were measured
+        # A re-render keeps the figures as they were measured.
+        save_model(layouts, start_cpu, model_cpu)
     body = render(layouts, start_cpu, load)
     print(body)
     report.write_section("cold", "Cold path", body)

@@ -84,7 +84,7 @@ class Backoff:
         return float(draw * min(self.cap_seconds, self.base_seconds * 2**retry))
 
 
-# Within the 5 s Lambda timeouts of S3 and S6 (steps/lib/runtime/stages.py; a test keeps each at
+# Within the Lambda timeouts of S3 (2 s) and S6 (5 s) (runtime/stages.py; a test keeps each at
 # most half its step's timeout, leaving the rest for a cold start and the last attempt).
 # S3 gives up sooner: its visitor waits, and a degraded answer is a fine outcome. S6
 # tries longer: a lost settlement leaves the whole reserve on the day.

@@ -14,7 +14,10 @@ Each billed call (Titan's embedding, ApplyGuardrail, Converse) and CountTokens h
 client and timeouts, named here, because the run's time budget is spent call by call: a
 step sends a billed call only when its worst case (``Timeouts.worst``) still ends inside
 the budget (money/billed_calls.py), and tests/infra/test_timeout_order.py adds the same
-figures up against the deployed workflow's timeout.
+figures up against the deployed workflow's timeout. The gate steps' DynamoDB and SSM
+clients are named too: each gives up before the Lambda timeout of every step that calls it
+(tests/infra/test_client_timeouts.py), and S5's signing-key read is on every chain
+infra/worst_chains.py adds up.
 """
 
 from __future__ import annotations
@@ -39,10 +42,22 @@ class Timeouts:
 
 
 # ApplyGuardrail answers in well under a second; Titan's query embedding likewise. A short
-# read timeout keeps each from eating the time Converse needs.
+# read timeout keeps each from eating the time Converse needs, and the embedding's worst
+# stays under S4's 2-second Lambda timeout (a slow Titan is NotSent or an error, released).
 GUARDRAIL = Timeouts(connect=1, read=2)
-EMBEDDING = Timeouts(connect=1, read=2)
+EMBEDDING = Timeouts(connect=0.5, read=1)
 COUNT = Timeouts(connect=0.5, read=1.5)  # free, and the byte bound stands in on a timeout
+
+
+# The gate steps' dependencies, each giving up before the Lambda timeout of every step that
+# calls it (steps/lib/runtime/stages.py; tests/infra/test_client_timeouts.py), so a slow
+# table or parameter is a handled error that fails closed, not a Lambda timeout. Both answer
+# a request inside a Region in milliseconds. DynamoDB: two attempts, as the quota ADD and the
+# reservation are safe to resend (the reservation carries a ClientRequestToken; a
+# lost-then-resent ADD over-counts, never under-counts). SSM: one, since each secret is read
+# once per container per 5 minutes and its read sits on the first message's longest chain.
+DYNAMODB = Timeouts(connect=0.25, read=0.5, attempts=2)
+SSM = Timeouts(connect=0.25, read=0.5)
 
 
 def converse_timeouts(s: Settings) -> Timeouts:
@@ -73,14 +88,12 @@ def _session() -> Any:
 
 @cache
 def dynamodb() -> Any:
-    # Two attempts: the quota ADD and the reservation are safe to resend (the reservation
-    # carries a ClientRequestToken; a lost-then-resent ADD over-counts, never under-counts).
-    return _session().create_client("dynamodb", config=_config(1, 3, 2))
+    return _client("dynamodb", DYNAMODB)
 
 
 @cache
 def ssm() -> Any:
-    return _session().create_client("ssm", config=_config(1, 3, 3))
+    return _client("ssm", SSM)
 
 
 @cache

@@ -36,17 +36,21 @@ class Stage:
 # memory is billed for the wait, but at 1,024 MB its cold start from source took 1.16 s of
 # the cold message's 4.17 s (0.74 s at one vCPU), and at the traffic the default ceiling
 # admits (<= 300 messages a day) the whole stack's Lambda bill stays near a dollar a month.
-# Timeouts: one time budget per run. The steps before S5, each at its timeout plus its
-# throttle retry, then S5's counting and the release, fit inside the workflow's 28 s, and
-# so does every billed call S5 sends within the run budget followed by S6 at its worst
-# (tests/infra/test_timeout_order.py adds it up on the synthesized template). Each keeps
-# >= 4x over its modelled cold step from source and twice its ledger retry budget (S3:
-# 1.0 s, S6: 2.5 s, ledger.py); S4's over Titan's client (3 s at worst).
+# Timeouts: one time budget per run. Every chain the workflow allows (infra/worst_chains.py:
+# the gates, the wake, S4, S5 refusing, the release; S3 degraded then S7; the answer and its
+# settlement), each Task at its timeout after a throttle retry and a cold INIT, ends inside
+# the workflow's 28 s (tests/infra/test_worst_chains.py adds them up on the synthesized
+# template; synthesis refuses timeouts that do not fit). So the gate steps get the least
+# that outlives their own clients' worst (runtime/clients.py: SSM 0.75 s, DynamoDB 1.5 s,
+# Titan's embedding 1.5 s), not a multiple of their cold step: INIT runs outside the timeout
+# ([execution environment]). S3 and S6 keep twice their ledger retry budget (1.0 s and
+# 2.5 s, ledger.py). The longest chain is the first message refused by S5 and released.
+# [execution environment]: https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html
 STAGES: tuple[Stage, ...] = (
-    Stage("S1", "OriginVerify", "steps.origin_verify", False, 3, 1769),
-    Stage("S2", "Quota", "steps.quota", False, 3, 1769),
-    Stage("S3", "CostGate", "steps.cost_gate", False, 3, 1769),
-    Stage("S4", "Retrieve", "steps.retrieve", True, 4, 1769),
+    Stage("S1", "OriginVerify", "steps.origin_verify", False, 1, 1769),
+    Stage("S2", "Quota", "steps.quota", False, 2, 1769),
+    Stage("S3", "CostGate", "steps.cost_gate", False, 2, 1769),
+    Stage("S4", "Retrieve", "steps.retrieve", True, 2, 1769),
     # S5 sends a billed call only when it can end within the run budget (billed_calls.py);
     # its own timeout only has to stay under the workflow's.
     Stage("S5", "Invoke", "steps.invoke", False, 26, 1769),
