@@ -95,12 +95,8 @@ class StepAsset:
         for path in _files(STEPS_DIR):
             digest.update(str(path.relative_to(ROOT)).encode())
             digest.update(path.read_bytes())
-        if self.with_knowledge:
-            for name in KNOWLEDGE_FILES:
-                digest.update(_knowledge_file(name).read_bytes())
-            degraded = KNOWLEDGE_DIR / DEGRADED_MATRIX_FILE
-            if self.local_model and degraded.is_file():
-                digest.update(degraded.read_bytes())
+        for path in shipped_knowledge(self):
+            digest.update(path.read_bytes())
         return digest.hexdigest()
 
     @property
@@ -169,11 +165,8 @@ def build_asset(asset: StepAsset, out: Path) -> None:
     if asset.with_knowledge:
         target = out / "build" / "knowledge"
         target.mkdir(parents=True, exist_ok=True)
-        for name in KNOWLEDGE_FILES:
-            shutil.copy2(_knowledge_file(name), target / name)
-        degraded = KNOWLEDGE_DIR / DEGRADED_MATRIX_FILE
-        if asset.local_model and degraded.is_file():  # only a step with the model reads it
-            shutil.copy2(degraded, target / DEGRADED_MATRIX_FILE)
+        for path in shipped_knowledge(asset):
+            shutil.copy2(path, target / path.name)
     python = lambda_interpreter()
     if python is None:
         _note_source_only()
@@ -329,6 +322,20 @@ def index_site() -> SiteRecord | None:
         return read_record(KNOWLEDGE_DIR)
     except ValueError as exc:
         raise BundlingError(f"build/knowledge: {exc}; rebuild it (`{REBUILD}`)") from exc
+
+
+def shipped_knowledge(asset: StepAsset) -> list[Path]:
+    """The index files an asset ships: the artifact's three, and the local model's second
+    matrix where the asset carries the model and the header names one (only that step
+    reads it). A named matrix that is missing stops synthesis like a missing artifact:
+    shipped without it, S7 would fail every degraded answer closed; a file the header does
+    not name (another build's) is never shipped."""
+    if not asset.with_knowledge:
+        return []
+    files = [_knowledge_file(name) for name in KNOWLEDGE_FILES]
+    if asset.local_model and len(index_carries()) > 1:
+        files.append(_knowledge_file(DEGRADED_MATRIX_FILE))
+    return files
 
 
 def _knowledge_file(name: str) -> Path:
