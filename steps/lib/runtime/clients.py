@@ -56,6 +56,9 @@ COUNT = Timeouts(connect=0.5, read=1.5)  # free, and the byte bound stands in on
 # reservation are safe to resend (the reservation carries a ClientRequestToken; a
 # lost-then-resent ADD over-counts, never under-counts). SSM: one, since each secret is read
 # once per container per 5 minutes and its read sits on the first message's longest chain.
+# `worst` counts the timeouts only: before a throttled call's second attempt the SDK also
+# waits up to 1 s (standard mode), so a throttled table can outlive S2's and S3's 2 s
+# (tests/infra/test_client_retry_waits.py; the Catch still answers 503).
 DYNAMODB = Timeouts(connect=0.25, read=0.5, attempts=2)
 SSM = Timeouts(connect=0.25, read=0.5)
 
