@@ -85,7 +85,9 @@ class Backoff:
 
 
 # Within the Lambda timeouts of S3 (2 s) and S6 (5 s) (runtime/stages.py; a test keeps each at
-# most half its step's timeout, leaving the rest for a cold start and the last attempt).
+# most half its step's timeout). The budget bounds the waits, not the attempts: one started
+# just before it ends still runs its client's worst (2.5 s for a throttled table with the
+# SDK's own wait: tests/infra/test_client_retry_waits.py), which can outlive S3's timeout.
 # S3 gives up sooner: its visitor waits, and a degraded answer is a fine outcome. S6
 # tries longer: a lost settlement leaves the whole reserve on the day.
 RESERVATION_BACKOFF = Backoff(budget_seconds=1.0)
