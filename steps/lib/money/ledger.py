@@ -47,7 +47,8 @@ from .spent_memo import SpentMemo
 # The key helpers and records are part of this module's API (the ops CLI reads spend
 # through them); they live in ledger_items.py, which builds items and does no I/O.
 __all__ = [
-    "MODES", "MODE_KEY", "RESERVATION_BACKOFF", "SETTLE_BACKOFF", "Backoff", "Ceilings", "Key",
+    "MODES", "MODE_KEY", "QUOTA_BACKOFF", "RESERVATION_BACKOFF", "SETTLE_BACKOFF", "Backoff",
+    "Ceilings", "Key",
     "Mode", "Pace", "QuotaResult", "Refusal", "Reservation", "Settlement", "count_message",
     "day_expiry", "day_key", "get_item", "month_expiry", "month_key", "month_of",
     "read_cost", "read_mode", "reconcile", "reservation_key", "reserve", "shard_order",
@@ -86,12 +87,16 @@ class Backoff:
 
 # Within the Lambda timeouts of S3 (2 s) and S6 (5 s) (runtime/stages.py; a test keeps each at
 # most half its step's timeout). The budget bounds the waits, not the attempts: one started
-# just before it ends still runs its client's worst (2.5 s for a throttled table with the
-# SDK's own wait: tests/infra/test_client_retry_waits.py), which can outlive S3's timeout.
-# S3 gives up sooner: its visitor waits, and a degraded answer is a fine outcome. S6
-# tries longer: a lost settlement leaves the whole reserve on the day.
+# just before it ends still runs its client's worst (one attempt, 0.75 s: runtime/clients.py),
+# so S3 ends within 1.75 s (tests/infra/test_client_retry_waits.py). S3 gives up sooner:
+# its visitor waits, and a degraded answer is a fine outcome. S6 tries longer: a lost
+# settlement leaves the whole reserve on the day.
 RESERVATION_BACKOFF = Backoff(budget_seconds=1.0)
 SETTLE_BACKOFF = Backoff(budget_seconds=2.5)
+# The quota ADD: a throttled ADD wrote nothing, so it is tried again, briefly: S2 also reads
+# the salt from SSM when cold, and both must end inside its 2 s (tests/infra/test_client_
+# retry_waits.py adds them up). Out of budget, the visitor's message fails closed (503).
+QUOTA_BACKOFF = Backoff(budget_seconds=0.25)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,11 +209,30 @@ def _retrying(attempt: Callable[[], T], backoff: Backoff, pace: Pace) -> T:
             pace.sleep(wait)
 
 
-def count_message(client: Any, table: str, *, visitor: str, day: str, limit: int) -> QuotaResult:
-    """One conditional atomic ADD: the message counts only while the visitor is under limit."""
-    response, _ = _call(
+def count_message(
+    client: Any, table: str, *, visitor: str, day: str, limit: int, pace: Pace = Pace()
+) -> QuotaResult:
+    """One conditional atomic ADD: the message counts only while the visitor is under limit.
+    A throttled ADD (it wrote nothing) is tried again within QUOTA_BACKOFF; after that,
+    DependencyUnavailable (fail closed)."""
+    try:
+        response, _ = _retrying(
+            functools.partial(_quota_add, client, table, visitor, day, limit), QUOTA_BACKOFF, pace
+        )
+    except _Contention as exc:  # still throttled when the budget ran out: fail closed
+        raise DependencyUnavailable(f"DynamoDB {exc}") from exc.__cause__
+    if response is None:
+        return QuotaResult(allowed=False, count=None)
+    return QuotaResult(allowed=True, count=int(response["Attributes"]["msgCount"]["N"]))
+
+
+def _quota_add(
+    client: Any, table: str, visitor: str, day: str, limit: int
+) -> tuple[dict[str, Any] | None, _Cancelled | None]:
+    return _call(
         "UpdateItem (quota)",
         client.update_item,
+        contention=True,
         TableName=table,
         Key=visitor_key(visitor, day),
         UpdateExpression="ADD msgCount :one SET expiresAt = if_not_exists(expiresAt, :exp)",
@@ -220,9 +244,6 @@ def count_message(client: Any, table: str, *, visitor: str, day: str, limit: int
         },
         ReturnValues="UPDATED_NEW",
     )
-    if response is None:
-        return QuotaResult(allowed=False, count=None)
-    return QuotaResult(allowed=True, count=int(response["Attributes"]["msgCount"]["N"]))
 
 
 def reserve(

@@ -52,14 +52,18 @@ COUNT = Timeouts(connect=0.5, read=1.5)  # free, and the byte bound stands in on
 # The gate steps' dependencies, each giving up before the Lambda timeout of every step that
 # calls it (steps/lib/runtime/stages.py; tests/infra/test_client_timeouts.py), so a slow
 # table or parameter is a handled error that fails closed, not a Lambda timeout. Both answer
-# a request inside a Region in milliseconds. DynamoDB: two attempts, as the quota ADD and the
-# reservation are safe to resend (the reservation carries a ClientRequestToken; a
-# lost-then-resent ADD over-counts, never under-counts). SSM: one, since each secret is read
-# once per container per 5 minutes and its read sits on the first message's longest chain.
-# `worst` counts the timeouts only: before a throttled call's second attempt the SDK also
-# waits up to 1 s (standard mode), so a throttled table can outlive S2's and S3's 2 s
-# (tests/infra/test_client_retry_waits.py; the Catch still answers 503).
-DYNAMODB = Timeouts(connect=0.25, read=0.5, attempts=2)
+# a request inside a Region in milliseconds. One attempt each: the SDK's own retry would
+# sleep up to 1 s before its second attempt (standard mode,
+# https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html), which no
+# timeout here bounds (tests/infra/test_client_retry_waits.py measures it on the real
+# client). The ledger retries throttling and transaction conflicts itself, within a budget
+# measured from its first attempt (money/ledger.py: the quota ADD, the reservation, the
+# settlement), so every gate step's calls in sequence still end inside its timeout. SSM:
+# each secret is read once per container per 5 minutes. Each bound holds when AWS answers
+# in one burst: botocore's read timeout limits each read of the socket, not the whole call
+# (a reply trickled byte by byte is cut by the Lambda timeout instead, and still fails
+# closed through the Catch).
+DYNAMODB = Timeouts(connect=0.25, read=0.5)
 SSM = Timeouts(connect=0.25, read=0.5)
 
 

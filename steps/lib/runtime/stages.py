@@ -41,7 +41,7 @@ class Stage:
 # settlement), each Task at its timeout after a throttle retry and a cold INIT, ends inside
 # the workflow's 28 s (tests/infra/test_worst_chains.py adds them up on the synthesized
 # template; synthesis refuses timeouts that do not fit). So the gate steps get the least
-# that outlives their own clients' worst (runtime/clients.py: SSM 0.75 s, DynamoDB 1.5 s,
+# that outlives their own clients' worst (runtime/clients.py: SSM 0.75 s, DynamoDB 0.75 s,
 # Titan's embedding 1.5 s), not a multiple of their cold step: INIT runs outside the timeout
 # ([execution environment]). S3 and S6 keep twice their ledger retry budget (1.0 s and
 # 2.5 s, ledger.py). The longest chain is the first message refused by S5 and released.

@@ -219,9 +219,13 @@ class Failing:
 )
 def test_dynamodb_failures_become_dependency_unavailable(aws, code):
     client = Failing(code)
+    quota = FakePace()  # a throttled ADD wrote nothing: tried again within its budget
     with pytest.raises(DependencyUnavailable, match=code) as info:
-        ledger.count_message(client, aws.table, visitor="v", day=DAY, limit=5)
+        ledger.count_message(client, aws.table, visitor="v", day=DAY, limit=5, pace=quota.pace)
     assert isinstance(info.value.__cause__, ClientError)
+    throttled = code in ledger.THROTTLE_CODES
+    assert (client.calls > 1) is throttled and (len(quota.sleeps) > 0) is throttled
+    assert sum(quota.sleeps) <= ledger.QUOTA_BACKOFF.budget_seconds
     with pytest.raises(DependencyUnavailable):
         ledger.read_mode(client, aws.table, now=NOW)
     if code in ledger.THROTTLE_CODES:
