@@ -199,6 +199,8 @@ def _released(s: Settings, day: str, shards: int, now: float) -> int | None:
 
 
 def _count_reservation(res: dict[str, int], item: dict[str, Any]) -> None:
+    if _s(item, "status") == "void":  # a failed S3's request id, claimed: it holds nothing
+        return
     settled = _s(item, "status") == "settled"
     if _s(item, PROBE_ATTRIBUTE) == PROBE_VALUE:
         res["doctor"] += 1

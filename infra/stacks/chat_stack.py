@@ -164,7 +164,9 @@ class ChatStack(Stack):
                 allow.read_parameter(params[runtime.signing_key_param]),
             ],
             "Reconcile": [
-                allow.items(table, ["UpdateItem", "GetItem"], ["RES#*"]),
+                # PutItem: a cut S3's request id is voided when it reserved nothing
+                # (ledger.release_by_request), so a late transaction cannot land.
+                allow.items(table, ["UpdateItem", "GetItem", "PutItem"], ["RES#*"]),
                 allow.items(table, ["UpdateItem"], [*totals, "VISITOR#*"]),
             ],
             "Degraded": [],  # the bundled index only: no AWS call at all

@@ -118,6 +118,7 @@ def needs_of(steps: Mapping[str, Settings], place: Place) -> list[Need]:
     if "Reconcile" in steps:
         out += [
             _items("Reconcile", place, "UpdateItem", "RES#0"),
+            _items("Reconcile", place, "PutItem", "RES#0"),  # a failed S3's id, voided
             _items("Reconcile", place, "UpdateItem", "GLOBAL", "VISITOR#0"),
         ]
     return out

@@ -374,6 +374,7 @@ def chain_table() -> list[str]:
     workflow = deploy_config.load().edge.workflow_timeout_seconds
     warm = {c.states: c.seconds for c in worst_chains.shipped(cold=False)}
     keys = {s.state: s.key for s in STAGES} | {"ReleaseReservation": "release (S6)"}
+    keys["ReleaseCutReservation"] = "release by request id (S6)"
     keys["WakeLaterSteps"] = "wake"
     lines = [
         f"**Every chain of the workflow at its worst**, against its {workflow} s timeout: "

@@ -45,6 +45,8 @@ def test_spend_reports_totals_reservations_and_the_costliest_visitors(dynamodb, 
             res = _reserve(dynamodb, settings, f"req-{visitor}-{n}", visitor, 10_000)
             if visitor != "aaaa1111":  # aaaa's reservation stays open (in flight / failed)
                 ledger.reconcile(dynamodb, TABLE, res, actual_micros=1_000 * (i + 1), now=NOW)
+    # A failed S3's request id, voided by the release (it reserved nothing): not "open".
+    ledger.release_by_request(dynamodb, TABLE, request_id="req-cut", actual_micros=1, now=NOW)
     report = spend.collect(dynamodb, TABLE, settings, day=DAY, now=NOW)
     # open 10_000 (aaaa) + settled 2x2_000 (bbbb) + 3x3_000 (cccc)
     assert report["day_micros"] == report["month_micros"] == 10_000 + 4_000 + 9_000

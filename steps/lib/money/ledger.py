@@ -23,8 +23,10 @@ from ..runtime.errors import ChatguardError, DependencyUnavailable, ReconcileErr
 from . import month_opening
 from . import pacing as pacing_curve
 from .ledger_items import (
+    DAY_SECONDS,
     MODE_KEY,
     RECORDING_ITEMS,
+    RESERVATION_IS_NEW,
     RESERVATION_ITEMS,
     SETTLEMENT_ITEMS,
     Ceilings,
@@ -51,8 +53,8 @@ __all__ = [
     "Ceilings", "Key",
     "Mode", "Pace", "QuotaResult", "Refusal", "Reservation", "Settlement", "count_message",
     "day_expiry", "day_key", "get_item", "month_expiry", "month_key", "month_of",
-    "read_cost", "read_mode", "reconcile", "reservation_key", "reserve", "shard_order",
-    "shard_pk", "shards_key", "visitor_key",
+    "read_cost", "read_mode", "reconcile", "release_by_request", "reservation_key", "reserve",
+    "shard_order", "shard_pk", "shards_key", "visitor_key",
 ]  # fmt: skip
 
 Mode = Literal["normal", "degraded", "off"]
@@ -129,7 +131,8 @@ class Refusal:
 
 @dataclass(frozen=True, slots=True)
 class Settlement:
-    status: Literal["settled", "already_settled"]
+    # void: no reservation existed for the request id, and none can land now
+    status: Literal["settled", "already_settled", "void"]
     actual_micros: int
     released_micros: int
 
@@ -597,6 +600,48 @@ def reconcile(
     ):
         return Settlement("already_settled", actual_micros, 0)
     raise ReconcileError(f"reservation {reservation.id} could not be settled: {cancelled.reasons}")
+
+
+def release_by_request(
+    client: Any,
+    table: str,
+    *,
+    request_id: str,
+    actual_micros: int,
+    now: float,
+    pace: Pace = Pace(),
+) -> Settlement:
+    """Release whatever reservation S3 made for `request_id` when S3 failed and its output
+    never came back (its Lambda cut at the timeout after the transaction landed, say).
+
+    The request id is claimed first: a Put of a void reservation item under the same
+    condition S3's own Put carries (RESERVATION_IS_NEW). If it lands, S3 reserved nothing,
+    and a transaction of S3's still in flight now fails that condition: nothing can land
+    later. If it is refused, the reservation exists: it is read back (day, month, visitor,
+    shard and reserve are on its item) and settled like any release, at most once
+    (reconcile). A void item expires with the reservations' TTL. The id is API Gateway's
+    own for the request (`$context.requestId`, infra/blocks/chat_api.py), so no other
+    execution can hold the reservation released here.
+    """
+    void = {"status": {"S": "void"}, "expiresAt": {"N": str(int(now) + 2 * DAY_SECONDS)}}
+    response, _ = _call(
+        "PutItem (void reservation)",
+        client.put_item,
+        TableName=table,
+        Item={**reservation_key(request_id), **void},
+        ConditionExpression=RESERVATION_IS_NEW,
+    )
+    if response is not None:
+        return Settlement("void", 0, 0)
+    item = get_item(client, table, reservation_key(request_id), now=None)
+    status = item.get("status", {}).get("S") if item else None
+    if item is None or status == "void":  # a repeat of this release
+        return Settlement("void", 0, 0)
+    reservation = Reservation(
+        request_id, int(item["reservedMicros"]["N"]), item["day"]["S"], item["month"]["S"],
+        item["visitor"]["S"], int(item.get("shard", {}).get("N", "0")),
+    )  # fmt: skip
+    return reconcile(client, table, reservation, actual_micros=actual_micros, now=now, pace=pace)
 
 
 def _status(client: Any, table: str, request_id: str) -> str | None:
