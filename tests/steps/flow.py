@@ -83,11 +83,15 @@ def _answer(ex: _Execution, body: Any, address: str, origin: str) -> None:
     ex.gate(o, "allowed")
     q = ex.step("Quota", quota.handler, {"viewerAddress": address})
     ex.gate(q, "allowed")
-    g = ex.step(
-        "CostGate",
-        cost_gate.handler,
-        {"visitor": q["visitor"], "day": q["day"], "request": o["request"]},
-    )
+    try:
+        g = ex.step(
+            "CostGate",
+            cost_gate.handler,
+            {"visitor": q["visitor"], "day": q["day"], "request": o["request"]},
+        )
+    except _Done:  # CostGate's Catch: the release by request id, then FailClosed
+        ex.step("ReleaseCutReservation", reconcile.handler, {"release": True}, fail=0)
+        raise
     ex.gate(g, "reserved")
     if g["decision"] == "degraded":
         d = ex.step("Degraded", degraded.handler, {"request": o["request"], "reason": g["reason"]})
