@@ -47,19 +47,17 @@ DISK_DTYPE = np.float16
 
 def artifact_metadata(
     n_chunks: int,
-    matrix_bytes: bytes,
-    shape: tuple[int, int],
-    embedder: str,
+    matrix_part: dict[str, Any],
     *,
-    dtype: str,
     index_bytes: bytes,
     layout: dict[str, list[int]],
     terms_version: int,
 ) -> dict[str, Any]:
-    """knowledge.json's header (unsealed): everything else lies in the two binary files."""
+    """knowledge.json's header (unsealed): everything else lies in the binary files.
+    `matrix_part` is the own matrix's (stored_matrix)."""
     return {
         "schema": SCHEMA_VERSION,
-        **matrix_header(matrix_bytes, shape, embedder, dtype=dtype, file=MATRIX_FILE),
+        **matrix_part,
         "chunks": n_chunks,
         "index": {
             "file": INDEX_FILE,
@@ -70,19 +68,23 @@ def artifact_metadata(
     }
 
 
-def matrix_header(
-    matrix_bytes: bytes, shape: tuple[int, int], embedder: str, *, dtype: str, file: str
-) -> dict[str, Any]:
-    """One matrix's part of the header: who embedded it, and where and how it is stored."""
-    return {
-        "embedder": {"id": embedder, "dimensions": shape[1]},
+def stored_matrix(
+    matrix: np.ndarray, embedder: str, *, dtype: type[np.floating[Any]], file: str
+) -> tuple[bytes, dict[str, Any]]:
+    """A matrix's file bytes and its part of the header: who embedded it, and where and how
+    it is stored."""
+    raw = npy_bytes(matrix, dtype)
+    rows, dimensions = (int(n) for n in matrix.shape)
+    name = np.dtype(dtype).name
+    return raw, {
+        "embedder": {"id": embedder, "dimensions": dimensions},
         "matrix": {
             "file": file,
-            "dtype": dtype,
-            "shape": list(shape),
+            "dtype": name,
+            "shape": [rows, dimensions],
             # where the data starts after the .npy header: the runtime reads no header
-            "offset": len(matrix_bytes) - shape[0] * shape[1] * np.dtype(dtype).itemsize,
-            "crc32": checksum(matrix_bytes),
+            "offset": len(raw) - rows * dimensions * np.dtype(dtype).itemsize,
+            "crc32": checksum(raw),
         },
     }
 
@@ -112,27 +114,21 @@ def write_artifact(
         raise ValueError("embedding matrix holds NaN or infinity; refusing to write it")
     if degraded is not None and degraded.matrix.shape[0] != matrix.shape[0]:
         raise ValueError("the degraded answer's matrix does not have one row per chunk")
-    raw = npy_bytes(matrix, dtype)
+    raw, own = stored_matrix(matrix, embedder, dtype=dtype, file=MATRIX_FILE)
     lexical = lexical_stats(chunks)
     index_bytes, layout = pack_index(index_arrays(chunks, lexical))
     metadata = artifact_metadata(
         len(chunks),
-        raw,
-        (int(matrix.shape[0]), int(matrix.shape[1])),
-        embedder,
-        dtype=np.dtype(dtype).name,
+        own,
         index_bytes=index_bytes,
         layout=layout,
         terms_version=lexical["terms_version"],
     )
     files = {MATRIX_FILE: raw, INDEX_FILE: index_bytes}
     if degraded is not None:
-        extra = npy_bytes(degraded.matrix, dtype)
-        shape = (int(degraded.matrix.shape[0]), int(degraded.matrix.shape[1]))
-        metadata["degraded"] = matrix_header(
-            extra, shape, degraded.embedder, dtype=np.dtype(dtype).name, file=DEGRADED_MATRIX_FILE
+        files[DEGRADED_MATRIX_FILE], metadata["degraded"] = stored_matrix(
+            degraded.matrix, degraded.embedder, dtype=dtype, file=DEGRADED_MATRIX_FILE
         )
-        files[DEGRADED_MATRIX_FILE] = extra
     if site is not None:
         metadata["site"] = site
     out = out.resolve()

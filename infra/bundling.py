@@ -46,6 +46,9 @@ from infra import lambda_python as fetched_python
 from infra import runtime_sdk
 from infra.index_check import REBUILD, BuiltIndex
 from steps.lib.grounding.knowledge import ARTIFACT_FILES, DEGRADED_MATRIX_FILE, carried_embedders
+from steps.lib.providers.degraded_embedder import degraded_embedder_kind
+from steps.lib.providers.embedder_choice import embedder_kind
+from steps.lib.runtime.settings import Settings
 from steps.lib.runtime.stages import Stage
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,6 +125,16 @@ LOCAL_RETRIEVAL_ASSET = StepAsset(
 
 def retrieval_asset(embedder: str) -> StepAsset:
     return LOCAL_RETRIEVAL_ASSET if embedder == "local" else RETRIEVAL_ASSET
+
+
+def stage_embedder(stage: Stage, runtime: Settings) -> str:
+    """The embedder a stage's bundle carries: the deployment's, except S7's, which carries
+    the local model whenever it ranks with it (beside Titan too: it may make no billed
+    call)."""
+    kind = embedder_kind(runtime)
+    if stage.state == "Degraded":
+        return degraded_embedder_kind(runtime) or kind
+    return kind
 
 
 def step_asset(stage: Stage, embedder: str) -> StepAsset:
@@ -298,8 +311,7 @@ def _pip_install(requirements: tuple[str, ...], target: Path) -> None:
 def index_embedder() -> BuiltIndex:
     """The embedder recorded in build/knowledge/knowledge.json (id, e.g. "hashing-v2", and
     dimensions)."""
-    meta = json.loads(_knowledge_file("knowledge.json").read_text(encoding="utf-8"))
-    embedder = meta.get("embedder", {})
+    embedder = _header().get("embedder", {})
     if not isinstance(embedder, dict):
         return BuiltIndex(str(embedder), 0)
     return BuiltIndex(str(embedder.get("id")), int(embedder.get("dimensions") or 0))
@@ -308,11 +320,18 @@ def index_embedder() -> BuiltIndex:
 def index_carries() -> tuple[str, ...]:
     """The embedders whose vectors build/knowledge carries: its own, then the degraded
     answer's when the indexer wrote them (knowledge.carried_embedders)."""
-    meta = json.loads(_knowledge_file("knowledge.json").read_text(encoding="utf-8"))
     try:
-        return carried_embedders(meta)
+        return carried_embedders(_header())
     except (KeyError, TypeError) as exc:
         raise BundlingError(f"build/knowledge: unreadable header ({exc}); `{REBUILD}`") from exc
+
+
+def _header() -> dict[str, Any]:
+    """build/knowledge/knowledge.json, parsed."""
+    header: dict[str, Any] = json.loads(
+        _knowledge_file("knowledge.json").read_text(encoding="utf-8")
+    )
+    return header
 
 
 def index_site() -> SiteRecord | None:

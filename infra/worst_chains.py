@@ -157,7 +157,7 @@ def _walk(
         ends = _task_end(state, at, resolve, invoke)
     elif kind == "Parallel":
         slowest = max(_branch(b, resolve, invoke) for b in state["Branches"])
-        ends = at + retry_waits(state) + slowest
+        ends = at + loader.state_retry_waits(state) + slowest
     elif kind in ("Choice", "Pass"):
         ends = at
     else:
@@ -184,7 +184,7 @@ def _branch(branch: Mapping[str, Any], resolve: Resolve, invoke: Invoke) -> floa
 
 
 def _task_end(state: Mapping[str, Any], at: float, resolve: Resolve, invoke: Invoke) -> float:
-    function, waits = resolve(state), retry_waits(state)
+    function, waits = resolve(state), loader.state_retry_waits(state)
     if function is not None and function.state == "Invoke":
         return max(invoke.within, at + waits + function.init + invoke.pre_send)
     bounds = [float(state["TimeoutSeconds"])] if "TimeoutSeconds" in state else []
@@ -199,14 +199,3 @@ def _runs(state: Mapping[str, Any]) -> int:
     """Attempts that may run to the bound: one, plus every retry of an error that ran."""
     ran = [r for r in state.get("Retry", []) if set(r["ErrorEquals"]) != {THROTTLED}]
     return 1 + sum(int(r.get("MaxAttempts", 3)) for r in ran)
-
-
-def retry_waits(state: Mapping[str, Any]) -> float:
-    """The waits of a state's retries when every attempt fails (IntervalSeconds x
-    BackoffRate^n, capped by MaxDelaySeconds; ASL defaults 1 s, 2.0, 3 attempts)."""
-    waits = 0.0
-    for retry in state.get("Retry", []):
-        interval, rate = retry.get("IntervalSeconds", 1), retry.get("BackoffRate", 2.0)
-        cap = retry.get("MaxDelaySeconds", float("inf"))
-        waits += sum(min(interval * rate**n, cap) for n in range(retry.get("MaxAttempts", 3)))
-    return waits

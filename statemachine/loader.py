@@ -45,10 +45,15 @@ def run_budget_seconds() -> float:
 
 
 def retry_waits(state: str) -> float:
-    """The waits of ``state``'s retries when every attempt is throttled (IntervalSeconds x
-    BackoffRate^n, capped by MaxDelaySeconds)."""
+    """The waits of ``state``'s retries when every attempt is throttled."""
+    return state_retry_waits(json.loads(definition_text())["States"][state])
+
+
+def state_retry_waits(state: Mapping[str, Any]) -> float:
+    """The waits of a state's retries when every attempt fails (IntervalSeconds x
+    BackoffRate^n, capped by MaxDelaySeconds; ASL defaults 1 s, 2.0, 3 attempts)."""
     waits = 0.0
-    for retry in json.loads(definition_text())["States"][state].get("Retry", []):
+    for retry in state.get("Retry", []):
         interval, rate = retry.get("IntervalSeconds", 1), retry.get("BackoffRate", 2.0)
         cap = retry.get("MaxDelaySeconds", float("inf"))
         waits += sum(min(interval * rate**n, cap) for n in range(retry.get("MaxAttempts", 3)))

@@ -46,37 +46,33 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     settled = ledger.reconcile(
         clients.dynamodb(), s.table_name, reservation, actual_micros=actual, now=time.time()
     )
-    decision = (
-        "released"
-        if event.get("release") is True and settled.status == "settled"
-        else (settled.status)
-    )
-    observability.decision(
-        decision, visitor=reservation.visitor, cost_micros=actual,
-        reserved_micros=reservation.reserved_micros, released_micros=settled.released_micros,
+    return _reply(
+        settled, released=event.get("release") is True, visitor=reservation.visitor,
+        reserved_micros=reservation.reserved_micros,
     )  # fmt: skip
-    return {
-        "actualMicros": actual,
-        "releasedMicros": settled.released_micros,
-        "status": settled.status,
-    }
 
 
 def _release_by_request(s: Any, request_id: str) -> dict[str, Any]:
     """CostGate failed (cut at its Lambda timeout after its transaction landed, say): the
     reservation it may have made is found by the request id and released, or the id is
     voided so a transaction still in flight cannot land (ledger.release_by_request)."""
-    actual = pricing.release_micros(s)
     settled = ledger.release_by_request(
         clients.dynamodb(),
         s.table_name,
         request_id=request_id,
-        actual_micros=actual,
+        actual_micros=pricing.release_micros(s),
         now=time.time(),
     )
-    decision = "released" if settled.status == "settled" else settled.status
-    observability.decision(decision, cost_micros=settled.actual_micros,
-                           released_micros=settled.released_micros)  # fmt: skip
+    return _reply(settled, released=True)
+
+
+def _reply(settled: ledger.Settlement, *, released: bool, **logged: Any) -> dict[str, Any]:
+    """The step's log line and output: a release that settled says "released"."""
+    decision = "released" if released and settled.status == "settled" else settled.status
+    observability.decision(
+        decision, cost_micros=settled.actual_micros, released_micros=settled.released_micros,
+        **logged,
+    )  # fmt: skip
     return {
         "actualMicros": settled.actual_micros,
         "releasedMicros": settled.released_micros,

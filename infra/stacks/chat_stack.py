@@ -25,11 +25,17 @@ from infra.blocks.pipeline_step import PipelineStep
 from infra.blocks.secrets import GeneratedSecrets
 from infra.blocks.site_distribution import SiteDistribution
 from infra.blocks.workflow import ChatWorkflow
-from infra.bundling import index_carries, index_embedder, index_site, step_asset, step_code
+from infra.bundling import (
+    index_carries,
+    index_embedder,
+    index_site,
+    stage_embedder,
+    step_asset,
+    step_code,
+)
 from infra.config import RETENTION_DAYS, DeployConfig
 from infra.step_wiring import STEP_SETTINGS
 from steps.lib.money.ledger_items import shard_pks
-from steps.lib.providers.degraded_embedder import degraded_embedder_kind
 from steps.lib.providers.models import embedder_kind
 from steps.lib.runtime.settings import MAX_SHARDS, PROJECT_ROOT, Settings, cdk_context
 from steps.lib.runtime.stages import STAGES, Stage
@@ -171,10 +177,7 @@ class ChatStack(Stack):
             ],
             "Degraded": [],  # the bundled index only: no AWS call at all
         }
-        # S7 carries the local model when it ranks with it (beside Titan too: no billed call).
-        kind = embedder_kind(runtime)
-        kinds = {"Degraded": degraded_embedder_kind(runtime) or kind}
-        assets = {s.state: step_asset(s, kinds.get(s.state, kind)) for s in STAGES}
+        assets = {s.state: step_asset(s, stage_embedder(s, runtime)) for s in STAGES}
         codes = {asset: step_code(asset) for asset in set(assets.values())}
         steps = {
             stage.state: PipelineStep(

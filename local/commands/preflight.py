@@ -32,15 +32,6 @@ def embedder_dimensions(settings: Settings) -> int:
     return settings.embedding_dimensions
 
 
-def degraded_needs_second_matrix(settings: Settings) -> bool:
-    """Whether the degraded answer ranks with the local model beside another embedder,
-    so the index must carry the local model's vectors too (knowledge.py)."""
-    from steps.lib.providers.degraded_embedder import degraded_embedder_kind
-    from steps.lib.providers.embedder_choice import embedder_kind
-
-    return degraded_embedder_kind(settings) == "local" and embedder_kind(settings) != "local"
-
-
 def index_command(
     knowledge: Path, site: Path | None, settings: Settings, region: str | None = None
 ) -> str:
@@ -87,7 +78,9 @@ def knowledge_problem(
                 f"built with {kb.dimensions} dimensions, this runtime embeds queries with "
                 f"{embedder_dimensions(settings)}: rebuild the index"
             )
-        if degraded_needs_second_matrix(settings):  # beside Titan: S7's own vectors
+        from steps.lib.providers.degraded_embedder import reads_second_matrix
+
+        if reads_second_matrix(settings):  # beside Titan: S7's own vectors
             from steps.lib.providers.local_embedder import MODEL_ID
 
             load_knowledge(directory, embedder=MODEL_ID)

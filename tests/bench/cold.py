@@ -213,11 +213,12 @@ VENDORED_LOCAL_RETRIEVAL = bundling.StepAsset(
 
 
 def layout_asset(layout: str, stage: Stage) -> bundling.StepAsset:
-    # As cdk.json deploys: Retrieve beside Titan, S7 with the local model
-    # (degraded_embedder "local": it ranks with the vectors the index carries for it).
-    local = stage.state == "Degraded"
+    # As cdk.json deploys (the default settings: Retrieve beside Titan, S7 with the local
+    # model, degraded_embedder "local"), chosen by the stack's own rule.
+    embedder = bundling.stage_embedder(stage, Settings())
     if layout == "shipped":
-        return bundling.step_asset(stage, "local" if local else "titan")
+        return bundling.step_asset(stage, embedder)
+    local = embedder == "local"
     if stage.needs_numpy:
         return VENDORED_LOCAL_RETRIEVAL if local else VENDORED_RETRIEVAL
     return VENDORED_GATE

@@ -23,7 +23,7 @@ import pytest
 
 from infra import cold_model
 from infra import config as deploy_config
-from infra.worst_chains import SLACK, retry_waits
+from infra.worst_chains import SLACK
 from statemachine import loader
 from steps.lib.money import metering
 from steps.lib.runtime import clients
@@ -98,7 +98,7 @@ def _worst(synth, states: dict, state: str) -> float:
     """A Task at its worst: throttled on every retry, then running to its Lambda timeout."""
     function = "Reconcile" if state == "ReleaseReservation" else state
     timeout = function_of(synth, function)[1]["Properties"]["Timeout"]
-    return float(timeout) + retry_waits(states[state])
+    return float(timeout) + loader.state_retry_waits(states[state])
 
 
 def _converse(synth) -> clients.Timeouts:

@@ -596,7 +596,7 @@ def _load(directory: Path, embedder: str | None) -> Knowledge:
 def _load_described(directory: Path, embedder: str | None) -> Knowledge:
     metadata = _read_metadata(directory)
     described, matrix_file = _matrix_for(directory, metadata, embedder)
-    matrix = _read_matrix(directory / matrix_file, described, int(metadata["chunks"]), directory)
+    matrix = _read_matrix(directory, matrix_file, described, int(metadata["chunks"]))
     spec = metadata["index"]
     arrays = unpack_index(_map_verified(directory / INDEX_FILE, spec.get("crc32")), spec["layout"])
     # Sizes only, from the layout (no pass over any array): the CRC already vouches for
@@ -760,7 +760,7 @@ _MATRIX_DTYPES: dict[object, np.dtype[Any]] = {
 
 
 def _read_matrix(
-    path: Path, described: Mapping[str, Any], chunks: int, directory: Path
+    directory: Path, file: str, described: Mapping[str, Any], chunks: int
 ) -> np.ndarray:
     """The matrix as float32: a view of the file when stored so, else widened once.
 
@@ -769,7 +769,7 @@ def _read_matrix(
     `described` is the header's part for this matrix: its embedder and its "matrix".
     """
     spec = described["matrix"]
-    raw = _map_verified(path, spec["crc32"])
+    raw = _map_verified(directory / file, spec["crc32"])
     expected = (chunks, int(described["embedder"]["dimensions"]))
     dtype = _MATRIX_DTYPES.get(spec.get("dtype"))
     offset = int(spec.get("offset", -1))

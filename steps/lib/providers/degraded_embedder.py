@@ -17,3 +17,9 @@ def degraded_embedder_kind(s: Settings) -> Literal["local"] | None:
     if kind == "local" or (kind == "titan" and s.degraded_embedder == "local"):
         return "local"
     return None
+
+
+def reads_second_matrix(s: Settings) -> bool:
+    """Whether S7 ranks with the local model beside another embedder: then the index must
+    carry the local model's vectors as its second matrix (knowledge.py)."""
+    return degraded_embedder_kind(s) == "local" and embedder_kind(s) != "local"
